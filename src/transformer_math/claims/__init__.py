@@ -1,0 +1,43 @@
+"""The claim registry (CLAIMS.md). One module per topic; each registers its claims on import."""
+
+from transformer_math.claims.registry import (
+    Claim,
+    ClaimResult,
+    Context,
+    Evidence,
+    Falsifier,
+    Figure,
+    Series,
+    Size,
+    Tier,
+    Verdict,
+    agreement,
+    all_claims,
+    claim,
+    get_claim,
+    run_claim,
+    select_claims,
+    summarize,
+    within,
+)
+
+__all__ = [
+    "Claim",
+    "ClaimResult",
+    "Context",
+    "Evidence",
+    "Falsifier",
+    "Figure",
+    "Series",
+    "Size",
+    "Tier",
+    "Verdict",
+    "agreement",
+    "all_claims",
+    "claim",
+    "get_claim",
+    "run_claim",
+    "select_claims",
+    "summarize",
+    "within",
+]

@@ -1,0 +1,233 @@
+"""Scaled dot-product attention: the reference path, the fast path, and a registry of backends.
+
+Math (000 §8.3.1, boxed definition; Vaswani et al. 2017, eq. 1):
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k) + M) V,
+with the softmax taken row by row, so that A = softmax(...) is row-stochastic and every output
+row is a convex combination of the rows of V. M is the additive mask (0 where allowed, -inf where
+forbidden). Shapes follow the project convention (batch, heads, seq, head_dim):
+    q: (B, H, T, D), k: (B, H_kv, S, D), v: (B, H_kv, S, D_v), H divisible by H_kv.
+With H_kv < H (grouped-query attention, Ainslie et al. 2023; H_kv = 1 is multi-query attention,
+Shazeer 2019) query head h reads key/value head h // (H / H_kv).
+
+Fully masked query rows get zero weights and a zero output (never NaN); see ``softmax.py``.
+
+Backends are plain functions registered by name (the pattern of Hugging Face's RoPE registry):
+``reference`` (explicit matrices, returns the weights), ``sdpa`` (PyTorch's fused kernel).
+Other layers of the project add their own (``tiled``, ``linear``) with
+:func:`register_attention_backend`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import NamedTuple, Protocol
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from transformer_math.functional.masks import causal_mask, combine_masks
+from transformer_math.functional.softmax import stable_softmax
+
+
+class AttentionOutput(NamedTuple):
+    output: Tensor  # (B, H, T, D_v)
+    weights: Tensor | None  # (B, H, T, S) when requested and available
+
+
+class AttentionBackend(Protocol):
+    def __call__(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        *,
+        attn_mask: Tensor | None,
+        is_causal: bool,
+        scale: float,
+        dropout_p: float,
+        return_weights: bool,
+    ) -> AttentionOutput:
+        """q, k, v already have equal head counts. ``attn_mask`` is additive (or None);
+        ``is_causal`` (bottom-right aligned) is to be applied on top of it."""
+        ...
+
+
+ATTENTION_BACKENDS: dict[str, AttentionBackend] = {}
+
+
+def register_attention_backend(name: str) -> Callable[[AttentionBackend], AttentionBackend]:
+    """Register ``fn`` as the attention backend ``name`` (used by ``MultiHeadAttention``)."""
+
+    def register(fn: AttentionBackend) -> AttentionBackend:
+        if name in ATTENTION_BACKENDS and ATTENTION_BACKENDS[name] is not fn:
+            raise ValueError(f"attention backend {name!r} is already registered")
+        ATTENTION_BACKENDS[name] = fn
+        return fn
+
+    return register
+
+
+def get_attention_backend(name: str) -> AttentionBackend:
+    if name not in ATTENTION_BACKENDS:
+        raise ValueError(
+            f"backend must be one of {sorted(ATTENTION_BACKENDS)}, got {name!r}"
+        )
+    return ATTENTION_BACKENDS[name]
+
+
+def validate_qkv(q: Tensor, k: Tensor, v: Tensor) -> None:
+    """Raise a clear error unless q, k, v have the (B, H, T, D) layout and agree."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 4:
+            raise ValueError(
+                f"{name} must have rank 4 (batch, heads, seq, head_dim), got shape {tuple(t.shape)}"
+            )
+        if not t.is_floating_point():
+            raise TypeError(f"{name} must be floating point, got dtype {t.dtype}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(f"q, k, v must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"q, k, v must be on one device, got {q.device}, {k.device}, {v.device}")
+    if q.shape[0] != k.shape[0] or k.shape[0] != v.shape[0]:
+        raise ValueError(
+            f"q, k, v must share the batch size, got {q.shape[0]}, {k.shape[0]}, {v.shape[0]}"
+        )
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q and k must share head_dim, got q {tuple(q.shape)} and k {tuple(k.shape)}"
+        )
+    if k.shape[1:3] != v.shape[1:3]:
+        raise ValueError(
+            f"k and v must share (heads, seq), got k {tuple(k.shape)} and v {tuple(v.shape)}"
+        )
+    if q.shape[1] % k.shape[1] != 0:
+        raise ValueError(
+            f"query heads ({q.shape[1]}) must be a multiple of key/value heads ({k.shape[1]})"
+        )
+
+
+def repeat_kv(x: Tensor, n_rep: int) -> Tensor:
+    """(B, H_kv, S, D) -> (B, H_kv * n_rep, S, D), each kv head repeated for its query group."""
+    if n_rep == 1:
+        return x
+    b, h_kv, s, d = x.shape
+    return x[:, :, None].expand(b, h_kv, n_rep, s, d).reshape(b, h_kv * n_rep, s, d)
+
+
+def attention_logits(q: Tensor, k: Tensor, scale: float) -> Tensor:
+    """S = Q K^T * scale, shape (B, H, T, S)."""
+    return torch.matmul(q, k.transpose(-2, -1)) * scale
+
+
+@register_attention_backend("reference")
+def reference_backend(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    *,
+    attn_mask: Tensor | None,
+    is_causal: bool,
+    scale: float,
+    dropout_p: float,
+    return_weights: bool,
+) -> AttentionOutput:
+    """The formula as written: logits, additive mask, stable row softmax, weighted sum."""
+    logits = attention_logits(q, k, scale)  # (B, H, T, S)
+    if attn_mask is not None:
+        logits = logits + attn_mask
+    if is_causal:
+        allowed = causal_mask(q.shape[-2], k.shape[-2], device=q.device)
+        logits = logits.masked_fill(~allowed, float("-inf"))
+    weights = stable_softmax(logits, dim=-1)
+    attended = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
+    output = torch.matmul(attended, v)  # (B, H, T, D_v)
+    return AttentionOutput(output, weights if return_weights else None)
+
+
+@register_attention_backend("sdpa")
+def sdpa_backend(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    *,
+    attn_mask: Tensor | None,
+    is_causal: bool,
+    scale: float,
+    dropout_p: float,
+    return_weights: bool,
+) -> AttentionOutput:
+    """PyTorch's fused kernel. Weights are never materialised; ask ``reference`` for them.
+
+    Differences from raw SDPA that this wrapper fixes: causal masking is bottom-right aligned
+    when q_len != k_len (SDPA's ``is_causal`` is top-left aligned), and fully masked rows give
+    zeros rather than NaN.
+    """
+    if return_weights:
+        return reference_backend(
+            q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale,
+            dropout_p=dropout_p, return_weights=True,
+        )
+    t, s = q.shape[-2], k.shape[-2]
+    mask = attn_mask
+    native_causal = is_causal and mask is None and t == s
+    if is_causal and not native_causal:
+        causal = torch.zeros((t, s), dtype=q.dtype, device=q.device).masked_fill(
+            ~causal_mask(t, s, device=q.device), float("-inf")
+        )
+        mask = causal if mask is None else mask + causal
+    out = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=native_causal, scale=scale
+    )
+    if mask is not None:
+        dead = torch.isneginf(mask).all(dim=-1, keepdim=True)  # fully masked query rows
+        if dead.any():
+            out = out.masked_fill(dead, 0.0)
+    return AttentionOutput(out, None)
+
+
+def scaled_dot_product_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    *,
+    attn_mask: Tensor | None = None,
+    key_padding_mask: Tensor | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+    dropout_p: float = 0.0,
+    return_weights: bool = False,
+    backend: str = "reference",
+) -> AttentionOutput:
+    """softmax(q k^T * scale + mask) v for (B, H, T, D) tensors; see the module docstring.
+
+    ``scale`` defaults to 1/sqrt(head_dim) (000 §8.3.1 property (2)). ``attn_mask`` (bool: True =
+    allowed; float: added), ``key_padding_mask`` (B, S) bool with True = padded, and
+    ``is_causal`` (bottom-right aligned) may be combined. Returns ``AttentionOutput(output,
+    weights)``; ``weights`` is None unless ``return_weights``.
+    """
+    validate_qkv(q, k, v)
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p}")
+    head_dim = q.shape[-1]
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
+    if not math.isfinite(scale):
+        raise ValueError(f"scale must be finite, got {scale}")
+    b, h, t, _ = q.shape
+    s = k.shape[-2]
+    if is_causal and s < t:
+        raise ValueError(f"is_causal needs k_len >= q_len, got q_len={t}, k_len={s}")
+    mask = combine_masks(
+        (b, h, t, s), attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+        is_causal=False, dtype=q.dtype, device=q.device,
+    )
+    n_rep = h // k.shape[1]
+    k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)
+    fn = get_attention_backend(backend)
+    return fn(
+        q, k, v, attn_mask=mask, is_causal=is_causal, scale=scale, dropout_p=dropout_p,
+        return_weights=return_weights,
+    )

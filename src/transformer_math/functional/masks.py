@@ -1,0 +1,117 @@
+"""Attention masks: causal, key padding, boolean and additive, and their combination.
+
+Conventions (the same as ``torch.nn.functional.scaled_dot_product_attention``):
+- a boolean ``attn_mask`` is True where a query MAY attend to a key;
+- a floating ``attn_mask`` is added to the scaled logits (use ``-inf`` to forbid);
+- ``key_padding_mask`` of shape (batch, k_len) is True at PADDED keys, which are ignored (the
+  convention of ``torch.nn.MultiheadAttention``).
+
+Causal masking (000 §8.3.1, "因果掩码"): M_ij = 0 for j <= i and -inf for j > i, added BEFORE the
+softmax, so the softmax renormalises over the allowed keys only. With a KV cache the query block
+sits at the END of the key sequence: query i (0-based within the block) has absolute position
+``k_len - q_len + i`` and may see keys j <= that position ("bottom-right" alignment).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def causal_mask(q_len: int, k_len: int | None = None, *, device: torch.device | None = None) -> Tensor:
+    """Boolean (q_len, k_len) mask, True where key j is not in the future of query i.
+
+    Bottom-right aligned: when ``k_len > q_len`` (cached decoding) the queries are the last
+    ``q_len`` positions of the sequence.
+    """
+    k_len = q_len if k_len is None else k_len
+    if q_len < 0 or k_len < 0:
+        raise ValueError(f"q_len and k_len must be >= 0, got {q_len} and {k_len}")
+    if k_len < q_len:
+        raise ValueError(
+            f"causal mask needs k_len >= q_len (queries are the last positions), "
+            f"got q_len={q_len}, k_len={k_len}"
+        )
+    offset = k_len - q_len
+    rows = torch.arange(q_len, device=device).unsqueeze(1) + offset
+    cols = torch.arange(k_len, device=device).unsqueeze(0)
+    return cols <= rows
+
+
+def _check_mask_shape(name: str, mask: Tensor, target: tuple[int, int, int, int]) -> None:
+    """A mask is (q_len, k_len) or 4-D with each leading dim 1 or equal to the target's."""
+    b, h, t, s = target
+    if mask.dim() == 2:
+        if tuple(mask.shape) != (t, s):
+            raise ValueError(
+                f"{name} of rank 2 must have shape (q_len, k_len) = ({t}, {s}), "
+                f"got {tuple(mask.shape)}"
+            )
+        return
+    if mask.dim() == 4:
+        mb, mh, mt, ms = mask.shape
+        if (mt, ms) != (t, s) or mb not in (1, b) or mh not in (1, h):
+            raise ValueError(
+                f"{name} of rank 4 must have shape (batch|1, heads|1, q_len, k_len) with "
+                f"batch={b}, heads={h}, q_len={t}, k_len={s}; got {tuple(mask.shape)}"
+            )
+        return
+    raise ValueError(
+        f"{name} must have rank 2 (q_len, k_len) or 4 (batch, heads, q_len, k_len), "
+        f"got shape {tuple(mask.shape)}"
+    )
+
+
+def combine_masks(
+    target: tuple[int, int, int, int],
+    *,
+    attn_mask: Tensor | None = None,
+    key_padding_mask: Tensor | None = None,
+    is_causal: bool = False,
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | None = None,
+) -> Tensor | None:
+    """Merge every mask into one additive float mask of shape broadcastable to ``target``.
+
+    ``target`` is (batch, heads, q_len, k_len). Returns None when there is nothing to mask.
+    Forbidden entries are ``-inf``; a boolean mask and an additive mask may be combined with
+    ``is_causal`` and a key padding mask.
+    """
+    b, _, t, s = target
+    parts: list[Tensor] = []
+    if attn_mask is not None:
+        _check_mask_shape("attn_mask", attn_mask, target)
+        if attn_mask.dtype == torch.bool:
+            parts.append(_bool_to_additive(attn_mask, dtype))
+        elif attn_mask.is_floating_point():
+            if torch.isnan(attn_mask).any() or torch.isposinf(attn_mask).any():
+                raise ValueError("attn_mask (additive) contains NaN or +inf")
+            parts.append(attn_mask.to(dtype))
+        else:
+            raise TypeError(f"attn_mask must be bool or floating, got dtype {attn_mask.dtype}")
+        if attn_mask.dim() == 2:
+            parts[-1] = parts[-1].view(1, 1, t, s)
+    if key_padding_mask is not None:
+        if key_padding_mask.dtype != torch.bool:
+            raise TypeError(
+                f"key_padding_mask must be bool (True = padded key), got {key_padding_mask.dtype}"
+            )
+        if tuple(key_padding_mask.shape) != (b, s):
+            raise ValueError(
+                f"key_padding_mask must have shape (batch, k_len) = ({b}, {s}), "
+                f"got {tuple(key_padding_mask.shape)}"
+            )
+        parts.append(_bool_to_additive(~key_padding_mask, dtype).view(b, 1, 1, s))
+    if is_causal:
+        parts.append(_bool_to_additive(causal_mask(t, s, device=device), dtype).view(1, 1, t, s))
+    if not parts:
+        return None
+    out = parts[0].to(device) if device is not None else parts[0]
+    for p in parts[1:]:
+        out = out + p.to(out.device)
+    return out
+
+
+def _bool_to_additive(allowed: Tensor, dtype: torch.dtype) -> Tensor:
+    zeros = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
+    return zeros.masked_fill(~allowed, float("-inf"))

@@ -1,0 +1,47 @@
+"""Softmax, computed so that it never overflows and never returns NaN for a fully masked row.
+
+Math (004 "Softmax数值稳定性", log-sum-exp identity):
+    softmax(x)_i = exp(x_i - max_j x_j) / sum_j exp(x_j - max_j x_j),
+which equals exp(x_i) / sum_j exp(x_j) exactly but keeps every exponent in (-inf, 0].
+
+Convention for rows whose entries are all ``-inf`` (a query that may attend to nothing): the row
+of weights is all zeros, so the attention output of that query is the zero vector. The naive
+formula gives 0/0 = NaN there, which would then poison every later layer.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def stable_softmax(logits: Tensor, dim: int = -1) -> Tensor:
+    """Max-subtracted softmax along ``dim``; an all ``-inf`` row gives all-zero weights.
+
+    ``+inf`` or NaN logits are rejected: they have no meaningful softmax.
+    """
+    if not logits.is_floating_point():
+        raise TypeError(f"logits must be a floating tensor, got dtype {logits.dtype}")
+    if torch.isnan(logits).any() or torch.isposinf(logits).any():
+        raise ValueError("logits contain NaN or +inf; softmax is undefined for them")
+    row_max = logits.amax(dim=dim, keepdim=True)
+    # A fully masked row has max -inf; shift it by 0 instead so that exp() gives exact zeros.
+    row_max = torch.where(torch.isneginf(row_max), torch.zeros_like(row_max), row_max)
+    exp = torch.exp(logits - row_max)
+    denom = exp.sum(dim=dim, keepdim=True)
+    return exp / torch.where(denom == 0, torch.ones_like(denom), denom)
+
+
+def naive_softmax(logits: Tensor, dim: int = -1) -> Tensor:
+    """exp(x) / sum exp(x) without the max shift: overflows to inf/NaN for logits above ~88 in
+    float32. Kept as the falsifier of ``attention.stable-softmax``."""
+    exp = torch.exp(logits)
+    return exp / exp.sum(dim=dim, keepdim=True)
+
+
+def softmax_jacobian(probs: Tensor) -> Tensor:
+    """Jacobian of softmax at a point, from its output p: J = diag(p) - p p^T (000 §8.3.1).
+
+    ``probs`` has shape (..., n); the result has shape (..., n, n).
+    """
+    return torch.diag_embed(probs) - probs.unsqueeze(-1) * probs.unsqueeze(-2)

@@ -1,0 +1,210 @@
+"""Multi-head attention with grouped key/value heads, selectable backends and a KV cache.
+
+Math (000 §8.3.1 "多头注意力"; Vaswani et al. 2017, §3.2.2):
+    head_h = Attention(X W_Q^(h), X W_K^(g(h)), X W_V^(g(h))),
+    MultiHead(X) = Concat(head_1, ..., head_H) W_O,
+with head_dim d_k = d / H and per-head scale 1/sqrt(d_k). Grouped-query attention (Ainslie et al.
+2023) shares each key/value head among H / H_kv query heads: g(h) = h // (H / H_kv); H_kv = H is
+standard MHA and H_kv = 1 multi-query attention (Shazeer 2019).
+
+Parameter count with biases: (H + 2 H_kv) d_k d + (H + 2 H_kv) d_k for the projections plus
+d^2 + d for W_O; for d = 512, H = H_kv = 8 this is 4 * 512^2 + 4 * 512 = 1,050,624.
+
+KV cache: during autoregressive decoding, keys and values of past positions are kept so that a
+new token attends to them without recomputation. Because queries are the LAST positions of the
+sequence, the causal mask is bottom-right aligned (``functional.masks.causal_mask``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from transformer_math.functional.attention import (
+    AttentionOutput,
+    get_attention_backend,
+    scaled_dot_product_attention,
+)
+
+
+@dataclass
+class KVCache:
+    """Keys and values of past positions, shape (batch, kv_heads, past_len, head_dim)."""
+
+    key: Tensor | None = None
+    value: Tensor | None = None
+
+    @property
+    def seq_len(self) -> int:
+        return 0 if self.key is None else self.key.shape[-2]
+
+    def append(self, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
+        """Append new keys/values along the sequence axis; return the full tensors."""
+        if self.key is None or self.value is None:
+            self.key, self.value = key, value
+        else:
+            if key.shape[:2] != self.key.shape[:2] or key.shape[-1] != self.key.shape[-1]:
+                raise ValueError(
+                    f"new keys {tuple(key.shape)} do not match the cache {tuple(self.key.shape)}"
+                )
+            self.key = torch.cat([self.key, key], dim=-2)
+            self.value = torch.cat([self.value, value], dim=-2)
+        return self.key, self.value
+
+    def reset(self) -> None:
+        self.key = None
+        self.value = None
+
+
+class MultiHeadAttention(nn.Module):
+    """Batch-first multi-head attention: inputs (batch, seq, embed_dim).
+
+    Args:
+        embed_dim: model width d.
+        num_heads: number of query heads H; must divide ``embed_dim`` unless ``head_dim`` given.
+        num_kv_heads: key/value heads H_kv (default H); must divide H. 1 gives MQA.
+        bias: learnable biases on the four projections.
+        backend: name of a registered attention backend ("sdpa", "reference", ...).
+        dropout: dropout on the attention weights (training only).
+        head_dim: per-head width d_k (default embed_dim // num_heads).
+        kdim, vdim: widths of key/value inputs for cross-attention (default embed_dim).
+    """
+
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        *,
+        num_kv_heads: int | None = None,
+        bias: bool = True,
+        backend: str = "sdpa",
+        dropout: float = 0.0,
+        head_dim: int | None = None,
+        kdim: int | None = None,
+        vdim: int | None = None,
+    ) -> None:
+        super().__init__()
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(
+                f"embed_dim and num_heads must be positive, got {embed_dim} and {num_heads}"
+            )
+        if head_dim is None:
+            if embed_dim % num_heads != 0:
+                raise ValueError(
+                    f"num_heads ({num_heads}) must divide embed_dim ({embed_dim}), "
+                    "or pass head_dim explicitly"
+                )
+            head_dim = embed_dim // num_heads
+        num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        if num_kv_heads <= 0 or num_heads % num_kv_heads != 0:
+            raise ValueError(
+                f"num_kv_heads ({num_kv_heads}) must be positive and divide num_heads ({num_heads})"
+            )
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        get_attention_backend(backend)  # fail early on an unknown backend name
+        self.embed_dim = embed_dim
+        self.num_heads = num_heads
+        self.num_kv_heads = num_kv_heads
+        self.head_dim = head_dim
+        self.backend = backend
+        self.dropout = dropout
+        kdim = embed_dim if kdim is None else kdim
+        vdim = embed_dim if vdim is None else vdim
+        self.q_proj = nn.Linear(embed_dim, num_heads * head_dim, bias=bias)
+        self.k_proj = nn.Linear(kdim, num_kv_heads * head_dim, bias=bias)
+        self.v_proj = nn.Linear(vdim, num_kv_heads * head_dim, bias=bias)
+        self.out_proj = nn.Linear(num_heads * head_dim, embed_dim, bias=bias)
+
+    def _split_heads(self, x: Tensor, heads: int) -> Tensor:
+        b, t, _ = x.shape
+        return x.view(b, t, heads, self.head_dim).transpose(1, 2)  # (B, heads, T, d_k)
+
+    def project_qkv(
+        self, query: Tensor, key: Tensor, value: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Project inputs to per-head q (B, H, T, d_k), k and v (B, H_kv, S, d_k)."""
+        q = self._split_heads(self.q_proj(query), self.num_heads)
+        k = self._split_heads(self.k_proj(key), self.num_kv_heads)
+        v = self._split_heads(self.v_proj(value), self.num_kv_heads)
+        return q, k, v
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor | None = None,
+        value: Tensor | None = None,
+        *,
+        attn_mask: Tensor | None = None,
+        key_padding_mask: Tensor | None = None,
+        is_causal: bool = False,
+        kv_cache: KVCache | None = None,
+        return_weights: bool = False,
+    ) -> AttentionOutput:
+        """Self-attention when ``key``/``value`` are None, cross-attention otherwise.
+
+        With ``kv_cache`` the new keys/values are appended to it first and the queries attend
+        to the whole cached sequence; masks then refer to (new queries, all keys).
+        Returns ``AttentionOutput(output (B, T, d), weights (B, H, T, S) or None)``.
+        """
+        self._check_input("query", query, self.q_proj.in_features)
+        key = query if key is None else key
+        value = key if value is None else value
+        self._check_input("key", key, self.k_proj.in_features)
+        self._check_input("value", value, self.v_proj.in_features)
+        if key.shape[:2] != value.shape[:2] or key.shape[0] != query.shape[0]:
+            raise ValueError(
+                f"query, key, value must share batch and key/value share seq; got "
+                f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}"
+            )
+        q, k, v = self.project_qkv(query, key, value)
+        if kv_cache is not None:
+            k, v = kv_cache.append(k, v)
+        out = scaled_dot_product_attention(
+            q, k, v,
+            attn_mask=attn_mask,
+            key_padding_mask=key_padding_mask,
+            is_causal=is_causal,
+            dropout_p=self.dropout if self.training else 0.0,
+            return_weights=return_weights,
+            backend=self.backend,
+        )
+        b, _, t, _ = out.output.shape
+        merged = out.output.transpose(1, 2).reshape(b, t, self.num_heads * self.head_dim)
+        return AttentionOutput(self.out_proj(merged), out.weights)
+
+    def _check_input(self, name: str, x: Tensor, width: int) -> None:
+        if x.dim() != 3:
+            raise ValueError(f"{name} must have shape (batch, seq, {width}), got {tuple(x.shape)}")
+        if x.shape[-1] != width:
+            raise ValueError(f"{name} must have last dim {width}, got {tuple(x.shape)}")
+        if x.dtype != self.q_proj.weight.dtype:
+            raise TypeError(
+                f"{name} dtype {x.dtype} differs from the module's parameters "
+                f"({self.q_proj.weight.dtype}); convert one of them"
+            )
+
+    @torch.no_grad()
+    def load_torch_multihead_attention(self, module: nn.MultiheadAttention) -> None:
+        """Copy weights from a ``torch.nn.MultiheadAttention`` with the same shape (H_kv = H)."""
+        if self.num_kv_heads != self.num_heads or module.num_heads != self.num_heads:
+            raise ValueError("loading torch.nn.MultiheadAttention needs num_kv_heads == num_heads")
+        if module.embed_dim != self.embed_dim or not module._qkv_same_embed_dim:
+            raise ValueError("torch module must have the same embed_dim and packed q/k/v weights")
+        wq, wk, wv = module.in_proj_weight.chunk(3, dim=0)
+        for proj, w in ((self.q_proj, wq), (self.k_proj, wk), (self.v_proj, wv)):
+            proj.weight.copy_(w)
+        self.out_proj.weight.copy_(module.out_proj.weight)
+        if module.in_proj_bias is not None and self.q_proj.bias is not None:
+            bq, bk, bv = module.in_proj_bias.chunk(3)
+            self.q_proj.bias.copy_(bq)
+            self.k_proj.bias.copy_(bk)
+            self.v_proj.bias.copy_(bv)
+            self.out_proj.bias.copy_(module.out_proj.bias)
+
+
+def count_parameters(module: nn.Module) -> int:
+    """Number of trainable scalars (as ``sum(p.numel())``)."""
+    return sum(p.numel() for p in module.parameters() if p.requires_grad)
