@@ -17,6 +17,7 @@ sequence, the causal mask is bottom-right aligned (``functional.masks.causal_mas
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -70,6 +71,8 @@ class MultiHeadAttention(nn.Module):
         dropout: dropout on the attention weights (training only).
         head_dim: per-head width d_k (default embed_dim // num_heads).
         kdim, vdim: widths of key/value inputs for cross-attention (default embed_dim).
+        scale_fn: ``scale_fn(head_dim, k_len) -> float`` replaces the default logit scale
+            1/sqrt(head_dim), e.g. a length-dependent scale gamma*log(n)/sqrt(d_k).
     """
 
     def __init__(
@@ -84,6 +87,7 @@ class MultiHeadAttention(nn.Module):
         head_dim: int | None = None,
         kdim: int | None = None,
         vdim: int | None = None,
+        scale_fn: Callable[[int, int], float] | None = None,
     ) -> None:
         super().__init__()
         if embed_dim <= 0 or num_heads <= 0:
@@ -111,6 +115,7 @@ class MultiHeadAttention(nn.Module):
         self.head_dim = head_dim
         self.backend = backend
         self.dropout = dropout
+        self.scale_fn = scale_fn
         kdim = embed_dim if kdim is None else kdim
         vdim = embed_dim if vdim is None else vdim
         self.q_proj = nn.Linear(embed_dim, num_heads * head_dim, bias=bias)
@@ -167,6 +172,7 @@ class MultiHeadAttention(nn.Module):
             attn_mask=attn_mask,
             key_padding_mask=key_padding_mask,
             is_causal=is_causal,
+            scale=None if self.scale_fn is None else self.scale_fn(self.head_dim, k.shape[-2]),
             dropout_p=self.dropout if self.training else 0.0,
             return_weights=return_weights,
             backend=self.backend,
