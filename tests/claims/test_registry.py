@@ -79,7 +79,7 @@ def test_select_and_summarize():
 
 
 def test_claim_ids_are_validated():
-    with pytest.raises(ValueError, match="topic.slug"):
+    with pytest.raises(ValueError, match=r"topic\.slug"):
         _claim(_check, id_="Bad Id")
     with pytest.raises(ValueError, match="does not start with its topic"):
         Claim("other.one", "demo", "s", "t", Tier.QUICK, _check)

@@ -107,7 +107,7 @@ def test_bad_construction_and_input_name_the_argument():
         mha(torch.randn(6, E))
     with pytest.raises(ValueError, match="query must have last dim 32"):
         mha(torch.randn(2, 6, 16))
-    with pytest.raises(TypeError, match="query dtype torch.float64"):
+    with pytest.raises(TypeError, match=r"query dtype torch\.float64"):
         mha(torch.randn(2, 6, E, dtype=torch.float64))
 
 

@@ -9,7 +9,8 @@ is a defect, so every claim that can fail has a falsifier and the registry recor
 caught.
 
 Claims register themselves by living in ``transformer_math/claims/<topic>.py`` and using the
-:func:`claim` decorator; :func:`all_claims` imports every such module (see ARCHITECTURE.md, layer 7).
+:func:`claim` decorator; :func:`all_claims` imports every such module
+(see ARCHITECTURE.md, layer 7).
 """
 
 from __future__ import annotations

@@ -18,7 +18,9 @@ import torch
 from torch import Tensor
 
 
-def causal_mask(q_len: int, k_len: int | None = None, *, device: torch.device | None = None) -> Tensor:
+def causal_mask(
+    q_len: int, k_len: int | None = None, *, device: torch.device | None = None
+) -> Tensor:
     """Boolean (q_len, k_len) mask, True where key j is not in the future of query i.
 
     Bottom-right aligned: when ``k_len > q_len`` (cached decoding) the queries are the last

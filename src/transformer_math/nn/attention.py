@@ -13,6 +13,12 @@ d^2 + d for W_O; for d = 512, H = H_kv = 8 this is 4 * 512^2 + 4 * 512 = 1,050,6
 KV cache: during autoregressive decoding, keys and values of past positions are kept so that a
 new token attends to them without recomputation. Because queries are the LAST positions of the
 sequence, the causal mask is bottom-right aligned (``functional.masks.causal_mask``).
+
+Positions (000 §8.3.3): an optional ``rotary`` (RoPE) rotates q and k at their absolute positions
+before the keys enter the cache, so <R_m q, R_n k> depends on n - m only and cached keys never
+need recomputation; an optional ALiBi bias -m_h |i - j| is added to the logits. Query positions
+default to ``past, ..., past + T - 1`` with ``past`` the cache length, so incremental decoding
+uses the same positions as a full forward pass.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from transformer_math.functional.attention import (
     get_attention_backend,
     scaled_dot_product_attention,
 )
+from transformer_math.nn.position import ALiBi, RotaryEmbedding
 
 
 @dataclass
@@ -73,6 +80,8 @@ class MultiHeadAttention(nn.Module):
         kdim, vdim: widths of key/value inputs for cross-attention (default embed_dim).
         scale_fn: ``scale_fn(head_dim, k_len) -> float`` replaces the default logit scale
             1/sqrt(head_dim), e.g. a length-dependent scale gamma*log(n)/sqrt(d_k).
+        rotary: a ``RotaryEmbedding`` applied to q and k (self-attention only).
+        alibi: add the ALiBi bias -m_h |i - j| (Press et al. 2022) to the logits.
     """
 
     def __init__(
@@ -88,6 +97,8 @@ class MultiHeadAttention(nn.Module):
         kdim: int | None = None,
         vdim: int | None = None,
         scale_fn: Callable[[int, int], float] | None = None,
+        rotary: RotaryEmbedding | None = None,
+        alibi: bool = False,
     ) -> None:
         super().__init__()
         if embed_dim <= 0 or num_heads <= 0:
@@ -122,6 +133,13 @@ class MultiHeadAttention(nn.Module):
         self.k_proj = nn.Linear(kdim, num_kv_heads * head_dim, bias=bias)
         self.v_proj = nn.Linear(vdim, num_kv_heads * head_dim, bias=bias)
         self.out_proj = nn.Linear(num_heads * head_dim, embed_dim, bias=bias)
+        if rotary is not None and rotary.head_dim != head_dim:
+            raise ValueError(
+                f"rotary.head_dim ({rotary.head_dim}) must equal the attention head_dim "
+                f"({head_dim})"
+            )
+        self.rotary = rotary
+        self.alibi = ALiBi(num_heads) if alibi else None
 
     def _split_heads(self, x: Tensor, heads: int) -> Tensor:
         b, t, _ = x.shape
@@ -147,11 +165,15 @@ class MultiHeadAttention(nn.Module):
         is_causal: bool = False,
         kv_cache: KVCache | None = None,
         return_weights: bool = False,
+        position_ids: Tensor | None = None,
     ) -> AttentionOutput:
         """Self-attention when ``key``/``value`` are None, cross-attention otherwise.
 
         With ``kv_cache`` the new keys/values are appended to it first and the queries attend
         to the whole cached sequence; masks then refer to (new queries, all keys).
+        ``position_ids`` (T,) or (B, T) are the query positions used by ``rotary``/``alibi``
+        (default ``past .. past + T - 1``, ``past`` = cached length); keys of a cache are taken
+        to sit at positions 0 .. S - 1.
         Returns ``AttentionOutput(output (B, T, d), weights (B, H, T, S) or None)``.
         """
         self._check_input("query", query, self.q_proj.in_features)
@@ -164,9 +186,20 @@ class MultiHeadAttention(nn.Module):
                 f"query, key, value must share batch and key/value share seq; got "
                 f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}"
             )
+        self_attention = key is query
         q, k, v = self.project_qkv(query, key, value)
+        past = 0 if kv_cache is None else kv_cache.seq_len
+        if (self.rotary is not None or self.alibi is not None) and position_ids is None:
+            position_ids = torch.arange(past, past + query.shape[1], device=query.device)
+        if self.rotary is not None:
+            if not self_attention:
+                raise ValueError("rotary embedding is defined for self-attention (key=None) only")
+            q = self.rotary.rotate(q, position_ids)
+            k = self.rotary.rotate(k, position_ids)
         if kv_cache is not None:
             k, v = kv_cache.append(k, v)
+        if self.alibi is not None:
+            attn_mask = self._with_alibi(attn_mask, position_ids, k.shape[-2], q.dtype)
         out = scaled_dot_product_attention(
             q, k, v,
             attn_mask=attn_mask,
@@ -180,6 +213,27 @@ class MultiHeadAttention(nn.Module):
         b, _, t, _ = out.output.shape
         merged = out.output.transpose(1, 2).reshape(b, t, self.num_heads * self.head_dim)
         return AttentionOutput(self.out_proj(merged), out.weights)
+
+    def _with_alibi(
+        self, attn_mask: Tensor | None, position_ids: Tensor | None, k_len: int,
+        dtype: torch.dtype,
+    ) -> Tensor:
+        """attn_mask (bool or additive) plus the ALiBi bias (1, H, T, S) as one additive mask."""
+        assert self.alibi is not None and position_ids is not None
+        if position_ids.dim() != 1:
+            raise ValueError(
+                f"alibi needs 1-D position_ids (T,), got {tuple(position_ids.shape)}"
+            )
+        keys = torch.arange(k_len, device=position_ids.device)
+        bias = self.alibi(position_ids, keys).to(dtype)  # (1, H, T, S)
+        if attn_mask is None:
+            return bias
+        if attn_mask.dtype == torch.bool:
+            attn_mask = torch.zeros(attn_mask.shape, dtype=dtype, device=attn_mask.device
+                                    ).masked_fill(~attn_mask, float("-inf"))
+        if attn_mask.dim() == 2:
+            attn_mask = attn_mask.view(1, 1, *attn_mask.shape)
+        return attn_mask.to(dtype) + bias
 
     def _check_input(self, name: str, x: Tensor, width: int) -> None:
         if x.dim() != 3:
