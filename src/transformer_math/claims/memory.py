@@ -1,0 +1,131 @@
+"""Claim of 003 (concept page, associative-memory view): outer-product memory crosstalk."""
+
+from __future__ import annotations
+
+import math
+
+from transformer_math.claims.registry import (
+    Context,
+    Evidence,
+    Falsifier,
+    Figure,
+    Series,
+    Size,
+    agreement,
+    claim,
+)
+from transformer_math.theory.associative_memory import (
+    GatedMLPMemory,
+    OuterProductMemory,
+    predicted_cosine,
+    random_unit_vectors,
+    retrieval_stats,
+)
+
+
+@claim(
+    "memory.outer-product-crosstalk",
+    source="003 concept page (联想记忆视角) and the tutorial it cites; Kohonen 1972",
+    statement="""An outer-product memory W = sum v_i k_i^T with random keys retrieves a stored
+    value with crosstalk of mean square (N-1)/d (signal-to-crosstalk sqrt(d/(N-1))), so
+    retrieval fails as N approaches d; a gated MLP memory of the same parameter count (d/2
+    gated units) retrieves d/2 pairs almost perfectly where the outer-product memory cannot.""",
+    falsifier=Falsifier(
+        "correlated keys",
+        {"key_correlation": 0.3},
+        "keys sharing a common direction (pairwise cosine ~0.3) instead of random keys",
+    ),
+)
+def check_outer_product_crosstalk(ctx: Context, key_correlation: float = 0.0) -> Evidence:
+    tiny = ctx.size is Size.TINY
+    dims = [64, 128] if tiny else [64, 256]
+    trials = 8
+    ratios = [1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0, 2.0]
+    g = ctx.generator(8)
+    rows = []
+    ok_crosstalk = True
+    cos_curves: dict[int, tuple[list[float], list[float], list[float]]] = {}
+    mlp_equal_size: dict[int, dict[str, float]] = {}
+    for d in dims:
+        xs, cos_lin, cos_mlp = [], [], []
+        for r in ratios:
+            n = max(2, round(r * d))
+            ms, cs, cm, succ_lin, succ_mlp = [], [], [], [], []
+            for _ in range(trials):
+                keys = random_unit_vectors(n, d, generator=g, correlation=key_correlation)
+                values = random_unit_vectors(n, d, generator=g)
+                lin = retrieval_stats(OuterProductMemory(keys, values), keys, values)
+                mlp = retrieval_stats(GatedMLPMemory(keys, values), keys, values)
+                ms.append(lin.mean_square_crosstalk)
+                cs.append(lin.mean_cosine)
+                cm.append(mlp.mean_cosine)
+                succ_lin.append(lin.success_rate)
+                succ_mlp.append(mlp.success_rate)
+            mean = sum(ms) / trials
+            se = math.sqrt(sum((m - mean) ** 2 for m in ms) / (trials - 1) / trials)
+            pred = (n - 1) / d
+            agree = abs(mean - pred) <= 5 * se + 1e-12
+            ok_crosstalk &= agree
+            rows.append({"d": d, "N": n, "pred": pred, "measured": mean, "se": se, "ok": agree})
+            xs.append(n / d)
+            cos_lin.append(sum(cs) / trials)
+            cos_mlp.append(sum(cm) / trials)
+            if r == 1 / 2:
+                mlp_equal_size[d] = {
+                    "linear_success": sum(succ_lin) / trials,
+                    "gated_mlp_success": sum(succ_mlp) / trials,
+                    "linear_params": d * d,
+                    "gated_mlp_params": 2 * n * d,
+                }
+        cos_curves[d] = (xs, cos_lin, cos_mlp)
+        ctx.report_progress(dims.index(d) / len(dims) + 1 / len(dims))
+    ok_mlp = all(
+        v["gated_mlp_success"] >= 0.99 and v["linear_success"] <= 0.5
+        for v in mlp_equal_size.values()
+    )
+    d_fig = dims[-1]
+    xs, cl, cmlp = cos_curves[d_fig]
+    fig = Figure(
+        title=f"Associative memory retrieval, d = {d_fig}: cosine(retrieved, stored) vs N/d",
+        xlabel="N / d (pairs per dimension)",
+        ylabel="mean cosine similarity",
+        series=[
+            Series("outer product, measured", xs, cl, style="o-"),
+            Series(
+                "outer product, 1/sqrt(1+(N-1)/d)",
+                xs,
+                [predicted_cosine(max(2, round(x * d_fig)), d_fig) for x in xs],
+                style="--",
+            ),
+            Series("gated MLP (N units), measured", xs, cmlp, style="s-"),
+        ],
+        logx=True,
+        vlines=[(0.5, "equal size: N = d/2"), (1.0, "N = d: crosstalk = signal")],
+        hlines=[(0.9, "success threshold 0.9")],
+    )
+    worst = max(abs(r_["measured"] - r_["pred"]) / max(r_["se"], 1e-300) for r_ in rows)
+    return Evidence(
+        predicted={"mean_square_crosstalk": "(N-1)/d", "gated_mlp_at_equal_size": ">= 0.99"},
+        measured={
+            "worst_z": round(worst, 2),
+            "crosstalk_at_N_eq_d": {
+                str(r_["d"]): round(r_["measured"], 4) for r_ in rows if r_["N"] == r_["d"]
+            },
+            "equal_size": mlp_equal_size,
+        },
+        tolerance={"crosstalk": "5 standard errors over trials", "success_cos": 0.9},
+        verdict=agreement(ok_crosstalk and ok_mlp),
+        notes=[
+            f"Unit keys and values uniform on the sphere (key correlation {key_correlation}), "
+            f"d in {dims}, N/d in {ratios}, {trials} independent memories each; each memory is "
+            "queried with all its stored keys.",
+            "Crosstalk tolerance: 5 standard errors of the mean over 8 independent trials (a "
+            "t-test with 7 degrees of freedom, two-sided p ~ 0.002 per cell; no hand-set margin).",
+            "Gated MLP memory: h = relu(K x - 0.5)/0.5, out = V^T h; at N = d/2 it has 2 N d = d^2 "
+            "parameters, the size of the outer-product memory; success = cosine >= 0.9.",
+            "Boundary (003): random keys queried with stored keys, threshold 'interference = "
+            "signal'; not a bound on what a trained model memorises.",
+        ],
+        figures=[fig],
+        details={"rows": rows},
+    )

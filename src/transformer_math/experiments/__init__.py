@@ -1,0 +1,1 @@
+"""Experiments layer of transformer_math (see ARCHITECTURE.md)."""

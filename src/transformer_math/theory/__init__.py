@@ -1,0 +1,1 @@
+"""Theory layer of transformer_math (see ARCHITECTURE.md)."""
