@@ -1,0 +1,477 @@
+"""The ``tmath`` command: verify claims, list and show them, render reports, run benchmarks.
+
+Commands (``tmath COMMAND --help`` for each):
+
+- ``verify``: run the selected claims with their falsifiers; table, summary, ``--json``,
+  ``--report``. Exit 0 when nothing failed, 1 when a claim failed or a falsifier was not caught.
+- ``list``: the registered claims (nothing is run).
+- ``show ID``: run one claim and print everything about it.
+- ``report DIR``: render a saved ``--json`` run as HTML.
+- ``bench``: side-by-side benchmarks; exit 1 when a benchmark misses its target ratio.
+- extra commands (calculators) found in ``transformer_math/commands/`` (see that package).
+
+Every user mistake (unknown tier or id, a ``-k`` pattern matching nothing, an invalid regular
+expression, an unreadable results file, an unknown option) prints one line to stderr,
+``tmath CMD: error: ...``, and exits 2. Claims, torch and matplotlib are imported only inside the
+commands that need them, so ``tmath --help`` is fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+try:  # typer vendors click from 0.2x on
+    from typer._click.exceptions import ClickException, UsageError
+except ImportError:  # pragma: no cover - older typer depends on click itself
+    from click.exceptions import ClickException, UsageError  # type: ignore[no-redef]
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress, TaskID
+
+    from transformer_math.claims.registry import Claim, ClaimResult
+
+TIERS = ("quick", "full")
+SIZES = ("tiny", "default", "large")
+
+
+class TmathGroup(TyperGroup):
+    """A typer group whose usage errors are one line on stderr (``tmath CMD: error: ...``)."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:
+            return super().main(
+                args=args,
+                prog_name=prog_name,
+                complete_var=complete_var,
+                standalone_mode=False,
+                **extra,
+            )
+        try:
+            rv = super().main(
+                args=args,
+                prog_name=prog_name,
+                complete_var=complete_var,
+                standalone_mode=False,
+                **extra,
+            )
+        except ClickException as exc:
+            if type(exc).__name__ == "NoArgsIsHelpError":  # bare `tmath`: the help text
+                exc.show()
+            else:
+                _print_error(exc, prog_name or "tmath")
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            typer.echo("tmath: aborted", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def _print_error(exc: ClickException, prog_name: str) -> None:
+    ctx = getattr(exc, "ctx", None)
+    where = ctx.command_path if ctx is not None else prog_name
+    message = " ".join(exc.format_message().split())
+    hint = f" (see '{where} --help')" if isinstance(exc, UsageError) else ""
+    typer.echo(f"{where}: error: {message}{hint}", err=True)
+
+
+app = typer.Typer(
+    name="tmath",
+    cls=TmathGroup,
+    help="The mathematics of Transformers, checked by running code.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        from transformer_math import __version__
+
+        typer.echo(f"transformer-math {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print the version and exit.",
+            callback=_version_callback,
+            is_eager=True,
+        ),
+    ] = False,
+) -> None:
+    """The mathematics of Transformers, checked by running code.
+
+    `tmath verify` runs the claim registry; `tmath list` shows what it holds.
+    """
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def _choice(value: str, choices: Sequence[str], option: str) -> str:
+    if value not in choices:
+        raise UsageError(f"{option} must be one of {', '.join(choices)}; got {value!r}")
+    return value
+
+
+def _regex(pattern: str | None) -> str | None:
+    if pattern is None:
+        return None
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise UsageError(f"-k {pattern!r} is not a valid regular expression: {exc}") from None
+    return pattern
+
+
+def _stdout() -> Console:
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def _stderr() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+@contextmanager
+def _progress_bar() -> Iterator[Progress]:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=_stderr(),
+        transient=True,
+    )
+    with progress:
+        yield progress
+
+
+class _ClaimProgress:
+    """Maps a check's progress fractions onto the overall bar (claim ``index`` of the run).
+
+    With a falsifier the check runs twice; a fraction that falls back marks the second run, so
+    the claim's slot fills as 0..1/2 for the check and 1/2..1 for the falsifier.
+    """
+
+    def __init__(self, progress: Progress, task: TaskID, index: int, two_runs: bool) -> None:
+        self.progress, self.task, self.index, self.two_runs = progress, task, index, two_runs
+        self.second_run = False
+        self.last = 0.0
+
+    def __call__(self, fraction: float) -> None:
+        if self.two_runs and not self.second_run and fraction < self.last - 1e-9:
+            self.second_run = True
+        self.last = fraction
+        if self.two_runs:
+            fraction = (0.5 if self.second_run else 0.0) + 0.5 * fraction
+        self.progress.update(self.task, completed=self.index + min(max(fraction, 0.0), 1.0))
+
+
+def _run_claims(claims: Sequence[Claim], *, seed: int, size: str) -> list[ClaimResult]:
+    from transformer_math.claims.registry import Context, Size, run_claim
+
+    results: list[ClaimResult] = []
+    with _progress_bar() as progress:
+        task = progress.add_task("verifying", total=len(claims))
+        for i, c in enumerate(claims):
+            progress.update(task, description=c.id, completed=i)
+            tracker = _ClaimProgress(progress, task, i, two_runs=c.falsifier is not None)
+            results.append(run_claim(c, Context(seed=seed, size=Size(size), progress=tracker)))
+        progress.update(task, completed=len(claims))
+    return results
+
+
+def _write(what: str, path: Path, write: Callable[[], Path]) -> Path:
+    try:
+        return write()
+    except OSError as exc:
+        raise UsageError(f"cannot write {what} {str(path)!r}: {exc.strerror or exc}") from None
+
+
+# --- commands ---------------------------------------------------------------------------------
+
+TierOption = Annotated[
+    str,
+    typer.Option(
+        "--tier", metavar="quick|full", help="quick: the quick claims; full: every claim."
+    ),
+]
+PatternOption = Annotated[
+    str | None,
+    typer.Option("-k", "--pattern", help="Regular expression matched against claim id and topic."),
+]
+SeedOption = Annotated[int, typer.Option("--seed", min=0, help="Seed of every random draw.")]
+SizeOption = Annotated[
+    str,
+    typer.Option(
+        "--size", metavar="tiny|default|large", help="Experiment size: tiny, default or large."
+    ),
+]
+
+
+@app.command()
+def verify(
+    tier: TierOption = "quick",
+    pattern: PatternOption = None,
+    seed: SeedOption = 0,
+    size: SizeOption = "default",
+    json_file: Annotated[
+        Path | None, typer.Option("--json", help="Write the results document to this file.")
+    ] = None,
+    report_dir: Annotated[
+        Path | None,
+        typer.Option("--report", help="Write the HTML report (and results.json) into this folder."),
+    ] = None,
+) -> None:
+    """Run claims with their falsifiers and print a table of verdicts.
+
+    Exits 0 when nothing failed, 1 when a claim failed or a falsifier was not caught.
+    """
+    tier = _choice(tier, TIERS, "--tier")
+    size = _choice(size, SIZES, "--size")
+    pattern = _regex(pattern)
+
+    from transformer_math.claims.registry import all_claims, select_claims
+    from transformer_math.report.results import build_results, write_json
+    from transformer_math.report.table import problem_lines, results_table, summary_text
+
+    claims = select_claims(all_claims(), tier=tier, pattern=pattern)
+    if not claims:
+        if pattern:
+            raise UsageError(f"no claim of tier {tier!r} matches -k {pattern!r} (see 'tmath list')")
+        _stderr().print(f"no claims of tier {tier!r} are registered")
+    results = _run_claims(claims, seed=seed, size=size) if claims else []
+    document = build_results(results, seed=seed, tier=tier, size=size, pattern=pattern)
+
+    out = _stdout()
+    if results:
+        out.print(results_table(document["claims"]))
+    out.print(summary_text(document["summary"]))
+    for line in problem_lines(document["claims"]):
+        out.print(line)
+    if json_file is not None:
+        _write("--json file", json_file, lambda: write_json(document, json_file))
+        out.print(f"wrote {json_file}", style="dim")
+    if report_dir is not None:
+        from transformer_math.report.html import render_report
+
+        index = _write("--report folder", report_dir, lambda: render_report(document, report_dir))
+        out.print(f"wrote {index}", style="dim")
+    if any(r.problem for r in results):
+        raise typer.Exit(1)
+
+
+@app.command("list")
+def list_claims(
+    json_output: Annotated[
+        bool, typer.Option("--json", help="Print JSON instead of a table.")
+    ] = False,
+    tier: Annotated[
+        str | None,
+        typer.Option(
+            "--tier",
+            metavar="quick|full",
+            help="quick or full: the claims `verify --tier` would run.",
+        ),
+    ] = None,
+    pattern: PatternOption = None,
+) -> None:
+    """List the registered claims: id, tier, topic, source, falsifier, statement."""
+    if tier is not None:
+        tier = _choice(tier, TIERS, "--tier")
+    pattern = _regex(pattern)
+
+    from transformer_math.claims.registry import all_claims, select_claims
+    from transformer_math.report.results import claim_to_json
+    from transformer_math.report.table import claims_list_table, json_text
+
+    claims = [claim_to_json(c) for c in select_claims(all_claims(), tier=tier, pattern=pattern)]
+    if pattern and not claims:
+        raise UsageError(f"no claim matches -k {pattern!r}")
+    if json_output:
+        typer.echo(json_text({"claims": claims}))
+        return
+    out = _stdout()
+    out.print(claims_list_table(claims))
+    out.print(f"{len(claims)} claims", style="dim")
+
+
+@app.command()
+def show(
+    claim_id: Annotated[
+        str, typer.Argument(metavar="ID", help="Claim id, e.g. attention.causal-mask.")
+    ],
+    json_output: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    seed: SeedOption = 0,
+    size: SizeOption = "default",
+) -> None:
+    """Run one claim and print everything about it (exit 1 when it fails)."""
+    size = _choice(size, SIZES, "--size")
+
+    from transformer_math.claims.registry import get_claim
+    from transformer_math.report.results import to_jsonable
+    from transformer_math.report.table import claim_detail, json_text
+
+    try:
+        c = get_claim(claim_id)
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0]) if exc.args else f"no claim {claim_id!r}") from None
+    (result,) = _run_claims([c], seed=seed, size=size)
+    entry = to_jsonable(result.to_json())
+    if json_output:
+        typer.echo(json_text(entry))
+    else:
+        _stdout().print(claim_detail(entry))
+    if result.problem:
+        raise typer.Exit(1)
+
+
+@app.command()
+def report(
+    out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Folder of the report.")],
+    from_file: Annotated[
+        Path | None,
+        typer.Option("--from", help="Results document to render (default DIR/results.json)."),
+    ] = None,
+) -> None:
+    """Render a saved `tmath verify --json` run as an HTML report in DIR."""
+    from transformer_math.report.html import render_report
+    from transformer_math.report.results import read_results
+
+    source = from_file if from_file is not None else out_dir / "results.json"
+    try:
+        document = read_results(source)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    index = _write("report folder", out_dir, lambda: render_report(document, out_dir))
+    _stdout().print(f"wrote {index}")
+
+
+@app.command()
+def bench(
+    json_file: Annotated[
+        Path | None, typer.Option("--json", help="Write the measurements to this file.")
+    ] = None,
+    repeats: Annotated[
+        int | None,
+        typer.Option("--repeats", min=1, help="Timed repeats per benchmark (default: its own)."),
+    ] = None,
+    pattern: Annotated[
+        str | None,
+        typer.Option("-k", "--pattern", help="Regular expression matched against benchmark names."),
+    ] = None,
+) -> None:
+    """Run side-by-side benchmarks and print candidate/baseline ratios.
+
+    Speed is a ratio against a baseline run in the same process, never an absolute time.
+    Exits 1 when a benchmark with a target ratio misses it.
+    """
+    pattern = _regex(pattern)
+
+    from transformer_math.bench.harness import (
+        all_benchmarks,
+        bench_environment,
+        run_benchmark,
+        select_benchmarks,
+    )
+    from transformer_math.report.results import write_json
+    from transformer_math.report.table import bench_tables
+
+    entries = select_benchmarks(all_benchmarks(), pattern)
+    if not entries:
+        raise UsageError(
+            f"no benchmark matches -k {pattern!r}" if pattern else "no benchmarks registered"
+        )
+    results = []
+    with _progress_bar() as progress:
+        task = progress.add_task("benchmarks", total=len(entries))
+        for i, entry in enumerate(entries):
+            progress.update(task, description=entry.name, completed=i)
+            results.append(run_benchmark(entry.build(), repeats=repeats))
+        progress.update(task, completed=len(entries))
+    rows = [r.to_json() for r in results]
+    out = _stdout()
+    for table in bench_tables(rows):
+        out.print(table)
+    missed = [r.name for r in results if r.met is False]
+    if json_file is not None:
+        document = {"benchmarks": rows, "environment": bench_environment()}
+        _write("--json file", json_file, lambda: write_json(document, json_file))
+        out.print(f"wrote {json_file}", style="dim")
+    if missed:
+        out.print(f"missed target: {', '.join(missed)}", style="bold red")
+        raise typer.Exit(1)
+
+
+# --- extra commands ---------------------------------------------------------------------------
+
+
+def register_extra_commands(
+    target: typer.Typer, package: str = "transformer_math.commands"
+) -> list[str]:
+    """Import every module of ``package`` and call its ``register(target)`` when it has one.
+
+    Returns the names of the modules that registered something. Modules whose name starts with
+    ``_`` are skipped; see ``transformer_math/commands/__init__.py`` for the rules.
+    """
+    pkg = importlib.import_module(package)
+    registered: list[str] = []
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{package}.{info.name}")
+        register = getattr(module, "register", None)
+        if callable(register):
+            register(target)
+            registered.append(info.name)
+    return registered
+
+
+register_extra_commands(app)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of ``tmath`` (``argv`` defaults to ``sys.argv[1:]``); exits the process."""
+    app(args=list(argv) if argv is not None else None, prog_name="tmath")
+
+
+if __name__ == "__main__":
+    main()

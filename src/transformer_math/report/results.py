@@ -1,0 +1,194 @@
+"""The results document: build it from a run, write it as strict JSON, read it back.
+
+JSON has no NaN or infinity, yet a measurement may be one (a falsifier that overflows is the
+point of ``attention.stable-softmax``). :func:`to_jsonable` therefore writes non-finite floats as
+the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` and the file is written with
+``allow_nan=False``, so any JSON reader can open it. Tensors, arrays and numpy scalars become
+lists and numbers; enums their values; anything else unknown its ``str``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import platform
+from collections.abc import Iterable, Mapping
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from transformer_math.claims.registry import Claim, ClaimResult
+
+SCHEMA = "transformer-math/results/1"
+
+#: Keys every claim entry of a results document carries (``ClaimResult.to_json``).
+CLAIM_KEYS: tuple[str, ...] = (
+    "id",
+    "topic",
+    "source",
+    "statement",
+    "tier",
+    "verdict",
+    "predicted",
+    "measured",
+    "tolerance",
+    "falsifier",
+    "seconds",
+)
+
+VERDICTS: tuple[str, ...] = ("verified", "refuted", "failed", "cited")
+
+
+def to_jsonable(value: Any) -> Any:
+    """A copy of ``value`` made only of dict, list, str, finite float, int, bool and None."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return value
+    if isinstance(value, Enum):
+        return to_jsonable(value.value)
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        items = sorted(value, key=repr) if isinstance(value, set | frozenset) else value
+        return [to_jsonable(v) for v in items]
+    tolist = getattr(value, "tolist", None)  # torch.Tensor, numpy arrays and scalars
+    if callable(tolist):
+        try:
+            return to_jsonable(tolist())
+        except (TypeError, ValueError, RuntimeError):
+            pass
+    to_json = getattr(value, "to_json", None)  # Figure and friends
+    if callable(to_json):
+        return to_jsonable(to_json())
+    return str(value)
+
+
+def environment() -> dict[str, Any]:
+    """Versions and time of this run: package, torch, numpy, python, platform, UTC timestamp."""
+    import numpy
+    import torch
+
+    from transformer_math import __version__
+
+    return {
+        "version": __version__,
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+        "torch_threads": torch.get_num_threads(),
+        "timestamp": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def build_results(
+    results: Iterable[ClaimResult],
+    *,
+    seed: int,
+    tier: str,
+    size: str,
+    pattern: str | None = None,
+) -> dict[str, Any]:
+    """The results document of one ``tmath verify`` run (see the package docstring)."""
+    from transformer_math.claims.registry import summarize
+
+    results = list(results)
+    summary: dict[str, Any] = dict(summarize(results))
+    summary.update(seed=seed, tier=tier, size=size, pattern=pattern)
+    summary.update(environment())
+    return {
+        "schema": SCHEMA,
+        "claims": [to_jsonable(r.to_json()) for r in results],
+        "summary": to_jsonable(summary),
+    }
+
+
+def claim_to_json(c: Claim) -> dict[str, Any]:
+    """What ``tmath list --json`` shows of a registered claim (nothing is run)."""
+    falsifier = None
+    if c.falsifier is not None:
+        falsifier = {
+            "name": c.falsifier.name,
+            "description": c.falsifier.description,
+            "kwargs": to_jsonable(dict(c.falsifier.kwargs)),
+        }
+    return {
+        "id": c.id,
+        "topic": c.topic,
+        "tier": c.tier.value,
+        "source": c.source,
+        "statement": c.statement,
+        "falsifier": falsifier,
+    }
+
+
+def summary_from_claims(claims: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Counts like ``summarize`` computed from claim entries (for documents without a summary)."""
+    claims = list(claims)
+    counts = {v: sum(1 for c in claims if c.get("verdict") == v) for v in VERDICTS}
+    falsifiers = [c["falsifier"] for c in claims if isinstance(c.get("falsifier"), Mapping)]
+    with_verdict = [f for f in falsifiers if f.get("caught") is not None]
+    problems = sum(
+        1
+        for c in claims
+        if c.get("verdict") == "failed"
+        or (isinstance(c.get("falsifier"), Mapping) and c["falsifier"].get("caught") is False)
+    )
+    seconds = sum(float(c.get("seconds") or 0.0) for c in claims)
+    return {
+        "total": len(claims),
+        **counts,
+        "falsifiers": len(with_verdict),
+        "falsifiers_caught": sum(1 for f in with_verdict if f.get("caught")),
+        "problems": problems,
+        "seconds": round(seconds, 3),
+    }
+
+
+def dumps(document: Any) -> str:
+    """Strict JSON text (no NaN), indented, with a trailing newline."""
+    return json.dumps(to_jsonable(document), indent=2, allow_nan=False) + "\n"
+
+
+def write_json(document: Any, path: Path) -> Path:
+    """Write ``document`` as strict JSON to ``path`` (parent folders are created)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dumps(document), encoding="utf-8")
+    return path
+
+
+def read_results(path: Path) -> dict[str, Any]:
+    """Read and check a results document; ``ValueError`` names what is wrong with it."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"results file {str(path)!r} does not exist")
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"results file {str(path)!r} is not valid JSON: {exc}") from exc
+    validate_results(document, origin=str(path))
+    return document
+
+
+def validate_results(document: Any, *, origin: str = "results") -> None:
+    """Raise ``ValueError`` unless ``document`` has a ``claims`` list of entries with an id."""
+    if not isinstance(document, dict) or not isinstance(document.get("claims"), list):
+        raise ValueError(
+            f"{origin} must be a JSON object with a 'claims' list (tmath verify --json)"
+        )
+    for i, entry in enumerate(document["claims"]):
+        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+            raise ValueError(f"{origin}: claims[{i}] must be an object with a string 'id'")
+    summary = document.get("summary")
+    if summary is not None and not isinstance(summary, dict):
+        raise ValueError(f"{origin}: 'summary' must be an object, got {type(summary).__name__}")

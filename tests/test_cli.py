@@ -1,0 +1,383 @@
+"""The ``tmath`` command line, on throw-away claims (the real registry is not imported).
+
+A fixture swaps the registry's claim table for one holding claims with known outcomes: a
+verified claim whose falsifier is caught, one whose falsifier is not caught, a failed one, one
+that crashes, one with figures, a cited one and a full-tier one.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from transformer_math.claims import registry
+from transformer_math.claims.registry import (
+    Claim,
+    Context,
+    Evidence,
+    Falsifier,
+    Figure,
+    Series,
+    Verdict,
+    agreement,
+    within,
+)
+from transformer_math.cli import app, register_extra_commands
+
+QUICK_IDS = [
+    "testing.broken",
+    "testing.caught",
+    "testing.cited",
+    "testing.crash",
+    "testing.figure",
+    "testing.uncaught",
+]
+ALL_IDS = sorted([*QUICK_IDS, "testing.full-only"])
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner(env={"COLUMNS": "200", "NO_COLOR": "1"})
+
+
+@pytest.fixture
+def fake_claims(monkeypatch: pytest.MonkeyPatch) -> dict[str, Claim]:
+    """Replace the registry with the throw-away claims below."""
+    table: dict[str, Claim] = {}
+    monkeypatch.setattr(registry, "_REGISTRY", table)
+    monkeypatch.setattr(registry, "_import_topic_modules", lambda: None)
+
+    @registry.claim(
+        "testing.caught",
+        source="test seed §1",
+        statement="one plus one is two",
+        falsifier=Falsifier("off-by-one", {"offset": 1.0}, "adds one to the sum"),
+    )
+    def caught(ctx: Context, offset: float = 0.0) -> Evidence:
+        measured = 1.0 + 1.0 + offset
+        ctx.report_progress(1.0)
+        return Evidence(2.0, measured, 1e-9, agreement(within(measured, 2.0, abs_=1e-9)))
+
+    @registry.claim(
+        "testing.uncaught",
+        source="test seed §2",
+        statement="a check that cannot fail",
+        falsifier=Falsifier("ignored", {"offset": 5.0}),
+    )
+    def uncaught(ctx: Context, offset: float = 0.0) -> Evidence:
+        return Evidence(1.0, 1.0, 0.0, Verdict.VERIFIED)
+
+    @registry.claim("testing.broken", source="test seed §3", statement="two equals three")
+    def broken(ctx: Context) -> Evidence:
+        return Evidence(3.0, 2.0, 0.1, agreement(within(2.0, 3.0, abs_=0.1)), notes=["off by 1"])
+
+    @registry.claim("testing.crash", source="test seed §4", statement="raises")
+    def crash(ctx: Context) -> Evidence:
+        raise RuntimeError("boom")
+
+    @registry.claim("testing.cited", source="Someone 2020, Thm 1", statement="not checkable")
+    def cited(ctx: Context) -> Evidence:
+        return Evidence(None, None, None, Verdict.CITED)
+
+    @registry.claim("testing.figure", source="test seed §5", statement="y = x^2 on a grid")
+    def figure(ctx: Context) -> Evidence:
+        xs = [1.0, 2.0, 4.0, 8.0]
+        fig = Figure(
+            "growth",
+            "n",
+            "t",
+            [
+                Series("measured", xs, [x * x for x in xs], "scatter", "o"),
+                Series("fit", xs, [x * x for x in xs], "line", "--"),
+            ],
+            logx=True,
+            logy=True,
+            hlines=[(10.0, "ten")],
+        )
+        ctx.report_progress(0.5)
+        return Evidence(
+            [1.0, 4.0, 16.0, 64.0],
+            [1.0, 4.0, 16.0, 64.0],
+            1e-6,
+            Verdict.VERIFIED,
+            figures=[fig],
+            details={"grid": xs},
+        )
+
+    @registry.claim("testing.full-only", source="test seed §6", statement="slow", tier="full")
+    def full_only(ctx: Context) -> Evidence:
+        return Evidence(0, 0, 0, Verdict.VERIFIED)
+
+    return table
+
+
+def _one_line_error(output: str) -> str:
+    lines = [line for line in output.strip().splitlines() if line.strip()]
+    assert len(lines) == 1, output
+    assert "Traceback" not in output
+    assert ": error: " in lines[0]
+    return lines[0]
+
+
+# --- help ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [[], ["verify"], ["list"], ["show"], ["report"], ["bench"]])
+def test_every_command_has_help(runner: CliRunner, command: list[str]) -> None:
+    result = runner.invoke(app, [*command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage" in result.output
+
+
+def test_version(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert "transformer-math" in result.output
+
+
+# --- verify ----------------------------------------------------------------------------------
+
+
+def test_verify_passing_claims_exit_0(runner: CliRunner, fake_claims: dict[str, Claim]) -> None:
+    result = runner.invoke(app, ["verify", "-k", r"\.caught$|figure|cited"])
+    assert result.exit_code == 0, result.output
+    for cid in ("testing.caught", "testing.figure", "testing.cited"):
+        assert cid in result.stdout
+    assert "testing.uncaught" not in result.stdout
+    assert "3 claims" in result.stdout
+    assert "falsifiers caught 1/1" in result.stdout
+
+
+@pytest.mark.parametrize("pattern", ["uncaught", "broken", "crash"])
+def test_verify_problem_exits_1(
+    runner: CliRunner, fake_claims: dict[str, Claim], pattern: str
+) -> None:
+    result = runner.invoke(app, ["verify", "-k", pattern])
+    assert result.exit_code == 1, result.output
+    assert f"testing.{pattern}" in result.stdout
+    assert "FAILED" in result.stdout or "FALSIFIER NOT CAUGHT" in result.stdout
+
+
+def test_verify_json_schema(
+    runner: CliRunner, fake_claims: dict[str, Claim], tmp_path: Path
+) -> None:
+    out = tmp_path / "sub" / "results.json"
+    result = runner.invoke(app, ["verify", "--seed", "3", "--size", "tiny", "--json", str(out)])
+    assert result.exit_code == 1, result.output  # uncaught, broken and crash are problems
+    document = json.loads(out.read_text())
+    ids = [c["id"] for c in document["claims"]]
+    assert ids == QUICK_IDS  # quick tier by default: the full-only claim is left out
+    required = {
+        "id",
+        "topic",
+        "source",
+        "statement",
+        "tier",
+        "verdict",
+        "predicted",
+        "measured",
+        "tolerance",
+        "falsifier",
+        "seconds",
+    }
+    for entry in document["claims"]:
+        assert required <= set(entry), entry
+        assert entry["falsifier"] is None or {"name", "caught"} <= set(entry["falsifier"])
+    by_id = {c["id"]: c for c in document["claims"]}
+    assert by_id["testing.caught"]["falsifier"]["caught"] is True
+    assert by_id["testing.uncaught"]["falsifier"]["caught"] is False
+    assert by_id["testing.broken"]["verdict"] == "failed"
+    assert by_id["testing.crash"]["error"] == "RuntimeError: boom"
+    assert by_id["testing.cited"]["verdict"] == "cited"
+    summary = document["summary"]
+    for key in ("seed", "tier", "size", "version", "torch", "timestamp", "total", "problems"):
+        assert key in summary
+    assert (summary["seed"], summary["tier"], summary["size"]) == (3, "quick", "tiny")
+    assert summary["total"] == len(QUICK_IDS)
+    assert summary["failed"] == 2 and summary["problems"] == 3
+    assert summary["falsifiers"] == 2 and summary["falsifiers_caught"] == 1
+
+
+def test_verify_full_tier_selects_everything(
+    runner: CliRunner, fake_claims: dict[str, Claim], tmp_path: Path
+) -> None:
+    out = tmp_path / "r.json"
+    runner.invoke(app, ["verify", "--tier", "full", "--json", str(out)])
+    assert [c["id"] for c in json.loads(out.read_text())["claims"]] == ALL_IDS
+
+
+def test_verify_report(runner: CliRunner, fake_claims: dict[str, Claim], tmp_path: Path) -> None:
+    report_dir = tmp_path / "report"
+    result = runner.invoke(app, ["verify", "--report", str(report_dir)])
+    assert result.exit_code == 1, result.output
+    page = (report_dir / "index.html").read_text()
+    for cid in QUICK_IDS:
+        assert cid in page
+    png = report_dir / "figures" / "testing.figure-1.png"
+    assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert 'src="figures/testing.figure-1.png"' in page
+    assert json.loads((report_dir / "results.json").read_text())["claims"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["verify", "-k", "no-such-claim"],
+        ["verify", "-k", "("],
+        ["verify", "--tier", "medium"],
+        ["verify", "--size", "huge"],
+        ["verify", "--seed", "-1"],
+        ["verify", "--no-such-option"],
+        ["list", "--tier", "slow"],
+        ["show", "testing.nope"],
+        ["show"],
+        ["no-such-command"],
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(
+    runner: CliRunner, fake_claims: dict[str, Claim], args: list[str]
+) -> None:
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    _one_line_error(result.stderr)
+
+
+# --- list ------------------------------------------------------------------------------------
+
+
+def test_list_table_and_json(runner: CliRunner, fake_claims: dict[str, Claim]) -> None:
+    result = runner.invoke(app, ["list"])
+    assert result.exit_code == 0, result.output
+    for cid in ALL_IDS:
+        assert cid in result.stdout
+    assert "off-by-one" in result.stdout
+
+    result = runner.invoke(app, ["list", "--json", "--tier", "quick"])
+    assert result.exit_code == 0, result.output
+    claims = json.loads(result.stdout)["claims"]
+    assert [c["id"] for c in claims] == QUICK_IDS
+    caught = next(c for c in claims if c["id"] == "testing.caught")
+    assert caught["statement"] == "one plus one is two"
+    assert caught["falsifier"]["name"] == "off-by-one"
+    assert caught["falsifier"]["kwargs"] == {"offset": 1.0}
+    assert {"id", "tier", "topic", "source", "statement", "falsifier"} <= set(caught)
+
+
+# --- show ------------------------------------------------------------------------------------
+
+
+def test_show_prints_everything(runner: CliRunner, fake_claims: dict[str, Claim]) -> None:
+    result = runner.invoke(app, ["show", "testing.caught"])
+    assert result.exit_code == 0, result.output
+    for text in (
+        "testing.caught",
+        "test seed §1",
+        "one plus one is two",
+        "verified",
+        "off-by-one",
+        "adds one to the sum",
+        "caught",
+        "yes",
+    ):
+        assert text in result.stdout, text
+
+    result = runner.invoke(app, ["show", "testing.broken"])
+    assert result.exit_code == 1
+    assert "off by 1" in result.stdout  # the notes
+
+    result = runner.invoke(app, ["show", "testing.figure", "--json"])
+    assert result.exit_code == 0
+    entry = json.loads(result.stdout)
+    assert entry["details"] == {"grid": [1.0, 2.0, 4.0, 8.0]}
+    assert entry["figures"][0]["title"] == "growth"
+
+
+def test_show_unknown_id_suggests(runner: CliRunner, fake_claims: dict[str, Claim]) -> None:
+    result = runner.invoke(app, ["show", "caught"])
+    assert result.exit_code == 2
+    assert "testing.caught" in _one_line_error(result.stderr)
+
+
+# --- report ----------------------------------------------------------------------------------
+
+
+def test_report_from_saved_run(
+    runner: CliRunner, fake_claims: dict[str, Claim], tmp_path: Path
+) -> None:
+    saved = tmp_path / "run.json"
+    runner.invoke(app, ["verify", "-k", r"figure|\.caught$", "--json", str(saved)])
+    out_dir = tmp_path / "html"
+    result = runner.invoke(app, ["report", str(out_dir), "--from", str(saved)])
+    assert result.exit_code == 0, result.output
+    page = (out_dir / "index.html").read_text()
+    assert "testing.figure" in page and "testing.caught" in page
+    assert (out_dir / "figures" / "testing.figure-1.png").is_file()
+
+    # Default source: DIR/results.json, which the first rendering wrote.
+    result = runner.invoke(app, ["report", str(out_dir)])
+    assert result.exit_code == 0, result.output
+
+
+def test_report_bad_input_exit_2(runner: CliRunner, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["report", str(tmp_path / "empty")])
+    assert result.exit_code == 2
+    assert "does not exist" in _one_line_error(result.stderr)
+
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    result = runner.invoke(app, ["report", str(tmp_path / "out"), "--from", str(bad)])
+    assert result.exit_code == 2
+    assert "not valid JSON" in _one_line_error(result.stderr)
+
+    bad.write_text('{"results": []}')
+    result = runner.invoke(app, ["report", str(tmp_path / "out"), "--from", str(bad)])
+    assert result.exit_code == 2
+    assert "'claims'" in _one_line_error(result.stderr)
+
+
+# --- extra commands ----------------------------------------------------------------------------
+
+
+def test_extra_commands_are_discovered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runner: CliRunner
+) -> None:
+    package = tmp_path / "fake_tmath_commands"
+    package.mkdir()
+    (package / "__init__.py").write_text('"""Fake command package."""\n')
+    (package / "greet.py").write_text(
+        textwrap.dedent(
+            '''
+            import typer
+
+            def register(app: typer.Typer) -> None:
+                @app.command("greet")
+                def greet(name: str) -> None:
+                    """Say hello."""
+                    typer.echo(f"hello {name}")
+            '''
+        )
+    )
+    (package / "helpers.py").write_text("VALUE = 1\n")  # no register(): ignored
+    (package / "_private.py").write_text("raise RuntimeError('must not be imported')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        target = typer.Typer()
+
+        @target.command()
+        def other() -> None:
+            """A second command so that the app stays a group."""
+
+        assert register_extra_commands(target, "fake_tmath_commands") == ["greet"]
+        result = runner.invoke(target, ["greet", "world"])
+        assert result.exit_code == 0, result.output
+        assert result.output.strip() == "hello world"
+    finally:
+        for name in [m for m in sys.modules if m.startswith("fake_tmath_commands")]:
+            del sys.modules[name]
