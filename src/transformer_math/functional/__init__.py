@@ -1,5 +1,11 @@
-"""Pure tensor functions (ARCHITECTURE.md layer 1). Shapes are (batch, heads, seq, dim)."""
+"""Pure tensor functions (ARCHITECTURE.md layer 1). Shapes are (batch, heads, seq, dim).
 
+Importing this package registers every attention backend: ``reference`` and ``sdpa``
+(``attention.py``), ``tiled`` (``tiled_attention.py``) and ``linear`` (``linear_attention.py``).
+"""
+
+# Backend modules register themselves on import (Hugging Face-style registry).
+from transformer_math.functional import linear_attention, tiled_attention  # noqa: F401
 from transformer_math.functional.attention import (
     ATTENTION_BACKENDS,
     AttentionOutput,
