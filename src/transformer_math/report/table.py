@@ -164,18 +164,16 @@ def problem_lines(claims: Iterable[Mapping[str, Any]]) -> list[Text]:
 def claims_list_table(claims: Iterable[Mapping[str, Any]], *, statement_chars: int = 70) -> Table:
     """``tmath list``: id, tier, topic, source, falsifier name, statement (cut)."""
     table = Table(box=box.SIMPLE_HEAVY, header_style="bold", pad_edge=False)
-    table.add_column("claim", no_wrap=True, overflow="fold")
-    table.add_column("tier", no_wrap=True)
-    table.add_column("topic", no_wrap=True)
-    table.add_column("source", overflow="fold")
-    table.add_column("falsifier", overflow="fold")
-    table.add_column("statement", overflow="fold")
+    table.add_column("claim", no_wrap=True, min_width=38)
+    table.add_column("tier", no_wrap=True, min_width=5)
+    table.add_column("source", no_wrap=True, overflow="ellipsis", max_width=28)
+    table.add_column("falsifier", no_wrap=True, overflow="ellipsis", max_width=28)
+    table.add_column("statement", no_wrap=True, overflow="ellipsis", ratio=1)
     for c in claims:
         falsifier = c.get("falsifier")
         table.add_row(
             str(c.get("id")),
             str(c.get("tier")),
-            str(c.get("topic")),
             str(c.get("source")),
             str(falsifier.get("name")) if isinstance(falsifier, Mapping) else DASH,
             format_value(c.get("statement"), max_chars=statement_chars),
