@@ -1,0 +1,28 @@
+"""Measurements taken on any model or tensor (ARCHITECTURE.md layer 4): Jacobian norms, attention
+entropy, FLOP counts, convex-hull membership, timings and power-law fits."""
+
+from transformer_math.diagnostics.fits import PowerLawFit, fit_power_law
+from transformer_math.diagnostics.flops import FlopCount, count_flops
+from transformer_math.diagnostics.geometry import HullTest, convex_hull_test, project_to_simplex
+from transformer_math.diagnostics.jacobian import (
+    attention_entropy,
+    jacobian_matrix,
+    jacobian_spectral_norm,
+)
+from transformer_math.diagnostics.timing import median_seconds, time_over_sizes, torch_threads
+
+__all__ = [
+    "FlopCount",
+    "HullTest",
+    "PowerLawFit",
+    "attention_entropy",
+    "convex_hull_test",
+    "count_flops",
+    "fit_power_law",
+    "jacobian_matrix",
+    "jacobian_spectral_norm",
+    "median_seconds",
+    "project_to_simplex",
+    "time_over_sizes",
+    "torch_threads",
+]

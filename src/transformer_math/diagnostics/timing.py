@@ -1,0 +1,99 @@
+"""Wall-clock timing of a callable: median of repeats after warm-up (CPU, no device sync).
+
+The median is robust to the occasional slow repeat of a shared machine; warm-up calls (first-call
+allocation, lazy initialisation, cache filling) are excluded. When several sizes are timed,
+:func:`time_over_sizes` interleaves them (one call of every size per round), so that a burst of
+load from another process spreads over all sizes instead of inflating one of them and bending
+a fitted exponent. :func:`torch_threads` pins the intra-op thread count for the measurement: on a
+small shared machine one thread gives far steadier timings than threads that wait for a busy core.
+
+Two clocks: ``"wall"`` (``time.perf_counter``) and ``"thread"`` (``time.thread_time``, the CPU
+time of the calling thread). With one intra-op thread PyTorch runs every kernel in the calling
+thread, so the thread clock measures the work itself and ignores the time the scheduler gives to
+other processes; on a shared machine that removes most of the noise of the wall clock.
+
+Timings are not deterministic: claims built on them state tolerances that allow for scheduler
+noise and compare exponents or ratios measured side by side, never absolute times.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+
+
+@contextmanager
+def torch_threads(num_threads: int) -> Iterator[None]:
+    """Run the block with ``torch.set_num_threads(num_threads)``; restore the old count after."""
+    if num_threads < 1:
+        raise ValueError(f"num_threads must be >= 1, got {num_threads}")
+    previous = torch.get_num_threads()
+    torch.set_num_threads(num_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "thread": time.thread_time}
+
+
+def _clock(name: str) -> Callable[[], float]:
+    if name not in CLOCKS:
+        raise ValueError(f"clock must be one of {sorted(CLOCKS)}, got {name!r}")
+    return CLOCKS[name]
+
+
+def median_seconds(
+    fn: Callable[[], Any], *, repeats: int = 5, warmup: int = 1, clock: str = "wall"
+) -> float:
+    """Median seconds of ``fn()`` over ``repeats`` calls after ``warmup`` calls."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    if warmup < 0:
+        raise ValueError(f"warmup must be >= 0, got {warmup}")
+    now = _clock(clock)
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(repeats):
+        start = now()
+        fn()
+        samples.append(now() - start)
+    return statistics.median(samples)
+
+
+def time_over_sizes(
+    make_call: Callable[[int], Callable[[], Any]],
+    sizes: Sequence[int],
+    *,
+    repeats: int = 5,
+    warmup: int = 1,
+    clock: str = "wall",
+) -> list[float]:
+    """Median seconds of ``make_call(n)()`` for each ``n`` in ``sizes``, interleaved.
+
+    ``make_call(n)`` builds the inputs (outside the timed region) and returns the call to time.
+    Each size is warmed up ``warmup`` times; then ``repeats`` rounds time every size once.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    if warmup < 0:
+        raise ValueError(f"warmup must be >= 0, got {warmup}")
+    now = _clock(clock)
+    calls = [make_call(n) for n in sizes]
+    for call in calls:
+        for _ in range(warmup):
+            call()
+    samples: list[list[float]] = [[] for _ in calls]
+    for _ in range(repeats):
+        for i, call in enumerate(calls):
+            start = now()
+            call()
+            samples[i].append(now() - start)
+    return [statistics.median(s) for s in samples]
