@@ -1,0 +1,1 @@
+"""Data layer of transformer_math (see ARCHITECTURE.md)."""

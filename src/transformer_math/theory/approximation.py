@@ -1,0 +1,110 @@
+"""Approximation rates: how many units a network needs for accuracy eps (000 §8.3.4).
+
+Rate (000 §8.3.4 "逼近率与深度-宽度权衡", exercise 8.3.4-4): approximating a function of
+smoothness s on a d-dimensional domain to accuracy eps with a one-hidden-layer network (or any
+linear, grid-based scheme) needs about
+
+    N(eps) ~ eps^(-d/s)  units,  equivalently  eps(N) ~ N^(-s/d).
+
+The exercise's numbers: d = 10, s = 2, eps = 0.1 -> 10^5 units; s = 5 -> 10^2. The rate is the
+classical one for linear approximation of Sobolev/Hoelder classes (DeVore, Howard & Micchelli
+1989 give the matching lower bound for continuous parameter selection; Yarotsky 2017 for ReLU
+networks). It is a worst-case order of magnitude, constants omitted.
+
+Explicit approximants (constructions, nothing is trained) used to *measure* the exponent:
+* :func:`relu_interpolant_1d`: the piecewise-linear interpolant at m + 1 uniform knots written as
+  a one-hidden-layer ReLU network with m hidden units,
+      f_hat(x) = f(x_0) + sum_k c_k ReLU(x - x_k),  c_0 = slope_0, c_k = slope_k - slope_{k-1};
+  its sup error is O(h^s) for s <= 2 (h = knot spacing), i.e. N^(-s) with N = m units (d = 1).
+* :func:`bilinear_grid_approximant`: the tensor-product (bilinear) interpolant on an m x m grid of
+  [-1, 1]^2 (N = m^2 stored values), error O(h^2) = O(N^(-2/2)) for s = 2, d = 2.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+def _check_positive(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive finite number, got {value}")
+    return float(value)
+
+
+def rate_exponent(dim: float, smoothness: float) -> float:
+    """The exponent d / s of N(eps) ~ eps^(-d/s)."""
+    return _check_positive("dim", dim) / _check_positive("smoothness", smoothness)
+
+
+def neurons_for_accuracy(epsilon: float, dim: float, smoothness: float) -> float:
+    """N(eps) = eps^(-d/s): units needed for accuracy ``epsilon`` (000 exercise 8.3.4-4).
+
+    >>> round(neurons_for_accuracy(0.1, 10, 2))
+    100000
+    """
+    eps = _check_positive("epsilon", epsilon)
+    if eps >= 1:
+        raise ValueError(f"epsilon must be in (0, 1), got {epsilon}")
+    return math.exp(-rate_exponent(dim, smoothness) * math.log(eps))
+
+
+def accuracy_for_neurons(num_neurons: float, dim: float, smoothness: float) -> float:
+    """eps(N) = N^(-s/d): the accuracy reached with ``num_neurons`` units (inverse of the above)."""
+    n = _check_positive("num_neurons", num_neurons)
+    if n < 1:
+        raise ValueError(f"num_neurons must be >= 1, got {num_neurons}")
+    return math.exp(-math.log(n) / rate_exponent(dim, smoothness))
+
+
+def relu_interpolant_1d(
+    fn: Callable[[Tensor], Tensor], num_units: int, lo: float = -1.0, hi: float = 1.0
+) -> nn.Sequential:
+    """One-hidden-layer ReLU network (``num_units`` hidden units) interpolating ``fn`` at the
+    ``num_units + 1`` uniform knots of [lo, hi]; float64. Input (B, 1), output (B, 1)."""
+    if not isinstance(num_units, int) or num_units < 1:
+        raise ValueError(f"num_units must be a positive int, got {num_units!r}")
+    if not hi > lo:
+        raise ValueError(f"need lo < hi, got lo={lo}, hi={hi}")
+    knots = torch.linspace(lo, hi, num_units + 1, dtype=torch.float64)
+    values = fn(knots)
+    slopes = (values[1:] - values[:-1]) / (knots[1:] - knots[:-1])  # (m,)
+    coeffs = torch.cat([slopes[:1], slopes[1:] - slopes[:-1]])  # (m,)
+    hidden = nn.Linear(1, num_units, dtype=torch.float64)
+    out = nn.Linear(num_units, 1, dtype=torch.float64)
+    with torch.no_grad():
+        hidden.weight.fill_(1.0)
+        hidden.bias.copy_(-knots[:-1])  # unit k is ReLU(x - x_k)
+        out.weight.copy_(coeffs[None, :])
+        out.bias.fill_(float(values[0]))
+    return nn.Sequential(hidden, nn.ReLU(), out)
+
+
+def bilinear_grid_approximant(
+    fn: Callable[[Tensor, Tensor], Tensor], points_per_axis: int
+) -> Callable[[Tensor], Tensor]:
+    """Bilinear interpolant of ``fn(x, y)`` on a uniform ``m x m`` grid of [-1, 1]^2.
+
+    Returns ``approx(points)`` for points (P, 2) in [-1, 1]^2 -> values (P,); float64. The grid
+    values are the approximant's m^2 parameters.
+    """
+    if not isinstance(points_per_axis, int) or points_per_axis < 2:
+        raise ValueError(f"points_per_axis must be an int >= 2, got {points_per_axis!r}")
+    axis = torch.linspace(-1.0, 1.0, points_per_axis, dtype=torch.float64)
+    yy, xx = torch.meshgrid(axis, axis, indexing="ij")
+    grid_values = fn(xx, yy)[None, None]  # (1, 1, m_y, m_x)
+
+    def approx(points: Tensor) -> Tensor:
+        if points.dim() != 2 or points.shape[-1] != 2:
+            raise ValueError(f"points must have shape (P, 2), got {tuple(points.shape)}")
+        sample = points.to(torch.float64)[None, :, None, :]  # (1, P, 1, 2), (x, y) order
+        out = F.grid_sample(grid_values, sample, mode="bilinear", align_corners=True)
+        return out[0, 0, :, 0]
+
+    return approx

@@ -1,0 +1,55 @@
+"""Sensitivity diagnostics: the log-log fit, Hahn's 1/n decay and PARITY's sensitivity 1."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from transformer_math.data.parity import parity
+from transformer_math.diagnostics.sensitivity import (
+    BoundedAttentionLayer,
+    boolean_sensitivity,
+    fit_loglog_slope,
+    single_flip_sensitivity,
+)
+
+
+def test_fit_recovers_a_known_power_law():
+    xs = [16.0, 64.0, 256.0, 1024.0]
+    fit = fit_loglog_slope(xs, [3.0 / x for x in xs])
+    assert fit.slope == pytest.approx(-1.0, abs=1e-12)
+    assert fit.intercept == pytest.approx(math.log(3.0), abs=1e-12)
+    assert fit.r_squared == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="positive"):
+        fit_loglog_slope([1.0, 2.0], [1.0, 0.0])
+    with pytest.raises(ValueError, match="equally long"):
+        fit_loglog_slope([1.0], [1.0])
+
+
+def test_bounded_layer_sensitivity_decays_like_one_over_n_and_respects_the_bound():
+    layer = BoundedAttentionLayer(8, torch.Generator().manual_seed(0))
+    ns = [16, 64, 256]
+    sens = [single_flip_sensitivity(layer, n, 16, torch.Generator().manual_seed(n)) for n in ns]
+    assert fit_loglog_slope([float(n) for n in ns], sens).slope == pytest.approx(-1.0, abs=0.2)
+    assert all(s <= layer.hahn_bound(n + 1) for s, n in zip(sens, ns, strict=True))
+
+
+def test_unnormalised_attention_does_not_decay():
+    layer = BoundedAttentionLayer(8, torch.Generator().manual_seed(0))
+    a = single_flip_sensitivity(layer, 16, 16, torch.Generator().manual_seed(1), "none")
+    b = single_flip_sensitivity(layer, 256, 16, torch.Generator().manual_seed(1), "none")
+    assert b == pytest.approx(a, rel=0.5)
+    with pytest.raises(ValueError, match="attention_normalisation"):
+        layer.output(torch.zeros(1, 3, dtype=torch.long), "sparsemax")
+
+
+def test_boolean_sensitivity_of_parity_and_majority():
+    bits = torch.randint(0, 2, (64, 9), generator=torch.Generator().manual_seed(0))
+    assert boolean_sensitivity(parity, bits) == 1.0
+
+    def majority(b: torch.Tensor) -> torch.Tensor:
+        return (b.sum(-1) * 2 > b.shape[-1]).long()
+
+    assert boolean_sensitivity(majority, bits) < 0.5
