@@ -1,0 +1,415 @@
+"""Length extrapolation of position schemes: train at length L, evaluate to 8L (000 §8.3.3 理论 C).
+
+Task (FACTS.md, "RoPE extrapolation is visible at small size"): a sequence is a concatenation of
+blocks "random segment of length U[seg_min, seg_max], then its copy". Only copyable tokens count:
+the targets inside a copy after its first token (the first copy token is not predictable, since
+the segment length is random). Solving the copy needs attention to a key a few positions back
+whose distance is read from positions, so a position code that breaks beyond L breaks the task.
+
+Models: a small pre-LayerNorm decoder-only transformer (the project's ``MultiHeadAttention``
+with GELU MLPs), one per position scheme:
+- ``rope``: evaluated WITHOUT fine-tuning under the scaling types none / linear (PI) / ntk /
+  dynamic / yarn with s = eval_len / train_len (``functional/rope_scaling.py``), and
+  ``high-interp``, the main seed's prescription read literally (000 §8.3.3 理论 C: the
+  high-frequency pairs are "the OOD culprit"): YaRN's ramp inverted, so pairs with wavelength
+  < L are divided by s and the long-wavelength pairs keep their frequency; and ``window``, the
+  unscaled model whose attention is restricted to the last ``train_len`` keys (a sliding window:
+  every query then sees only distances met in training);
+- ``alibi``: the ALiBi bias (Press et al. 2022);
+- ``learned``: a learned absolute table as long as the evaluation (rows past L receive no
+  gradient in training, so they stay at their random initialisation).
+
+Output: copy loss (nats) and accuracy per position bin of width ``bin_width`` for every
+(scheme, variant). Chance loss is ln(vocab).
+
+Deterministic given ``seed``: parameter initialisation runs inside ``torch.random.fork_rng`` with
+a fixed seed (the caller's global RNG state is restored), data come from explicit generators.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from transformer_math.functional.rope_scaling import compute_rope_frequencies, default_inv_freq
+from transformer_math.nn.attention import MultiHeadAttention
+from transformer_math.nn.position import LearnedPositionalEmbedding, RotaryEmbedding
+
+SCHEMES = ("rope", "alibi", "learned")
+ROPE_VARIANTS = ("none", "linear", "ntk", "dynamic", "yarn", "high-interp", "window")
+
+
+@dataclass(frozen=True)
+class RopeExtrapolationConfig:
+    """Sizes of the study; ``tiny``/``default``/``large`` are presets."""
+
+    seed: int = 0
+    vocab_size: int = 32
+    d_model: int = 64
+    num_heads: int = 4
+    num_layers: int = 2
+    mlp_ratio: int = 4
+    train_len: int = 32
+    eval_factor: int = 8
+    seg_min: int = 2
+    seg_max: int = 8
+    steps: int = 1500
+    alibi_steps: int = 1000
+    learned_steps: int = 1500
+    batch_size: int = 32
+    lr: float = 3e-3
+    warmup_steps: int = 100
+    rope_base: float = 10000.0
+    eval_sequences: int = 64
+    bin_width: int = 16
+    schemes: tuple[str, ...] = SCHEMES
+    rope_variants: tuple[str, ...] = ROPE_VARIANTS
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "num_heads", "num_layers", "train_len",
+                     "eval_factor", "batch_size", "eval_sequences", "bin_width"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 1 <= self.seg_min <= self.seg_max:
+            raise ValueError(f"need 1 <= seg_min <= seg_max, got {self.seg_min}, {self.seg_max}")
+        if 2 * self.seg_max > self.train_len:
+            raise ValueError(f"a block (2 * seg_max = {2 * self.seg_max}) must fit in train_len "
+                             f"({self.train_len})")
+        if self.d_model % self.num_heads or (self.d_model // self.num_heads) % 2:
+            raise ValueError(f"d_model/num_heads must be an even integer, got "
+                             f"{self.d_model}/{self.num_heads}")
+        unknown = set(self.schemes) - set(SCHEMES)
+        if unknown:
+            raise ValueError(f"schemes must be a subset of {SCHEMES}, got unknown "
+                             f"{sorted(unknown)}")
+        unknown = set(self.rope_variants) - set(ROPE_VARIANTS)
+        if unknown:
+            raise ValueError(f"rope_variants must be a subset of {ROPE_VARIANTS}, got "
+                             f"{sorted(unknown)}")
+
+    @property
+    def eval_len(self) -> int:
+        return self.train_len * self.eval_factor
+
+    @property
+    def scale(self) -> float:
+        """s = L_test / L_train used by every scaling variant."""
+        return float(self.eval_factor)
+
+    @staticmethod
+    def tiny(seed: int = 0) -> RopeExtrapolationConfig:
+        return RopeExtrapolationConfig(
+            seed=seed, vocab_size=16, d_model=32, num_heads=2, num_layers=2, train_len=24,
+            eval_factor=4, seg_min=2, seg_max=6, steps=500, alibi_steps=150, learned_steps=150,
+            batch_size=16, warmup_steps=20, eval_sequences=16, bin_width=12,
+        )
+
+    @staticmethod
+    def default(seed: int = 0) -> RopeExtrapolationConfig:
+        return RopeExtrapolationConfig(seed=seed)
+
+    @staticmethod
+    def large(seed: int = 0) -> RopeExtrapolationConfig:
+        """The FACTS.md prototype: vocab 64, L = 64, segments U[4, 16], 3000 steps each."""
+        return RopeExtrapolationConfig(
+            seed=seed, vocab_size=64, train_len=64, seg_min=4, seg_max=16, steps=3000,
+            alibi_steps=3000, learned_steps=3000, lr=1e-3, eval_sequences=128, bin_width=32,
+        )
+
+
+@dataclass
+class SchemeCurve:
+    """Copy loss / accuracy per position bin for one (scheme, variant)."""
+
+    scheme: str
+    variant: str
+    bin_starts: list[int]
+    loss: list[float]
+    accuracy: list[float]
+
+    def mean_loss(self, start: int, stop: int) -> float:
+        """Mean of the bin losses whose start lies in [start, stop)."""
+        vals = [v for b, v in zip(self.bin_starts, self.loss, strict=True)
+                if start <= b < stop and math.isfinite(v)]
+        return sum(vals) / len(vals) if vals else float("nan")
+
+    def mean_accuracy(self, start: int, stop: int) -> float:
+        vals = [v for b, v in zip(self.bin_starts, self.accuracy, strict=True)
+                if start <= b < stop and math.isfinite(v)]
+        return sum(vals) / len(vals) if vals else float("nan")
+
+
+@dataclass
+class RopeExtrapolationResult:
+    config: RopeExtrapolationConfig
+    curves: list[SchemeCurve]
+    final_train_loss: dict[str, float]
+    seconds: dict[str, float]
+    chance_loss: float
+    notes: list[str] = field(default_factory=list)
+
+    def curve(self, scheme: str, variant: str) -> SchemeCurve:
+        for c in self.curves:
+            if c.scheme == scheme and c.variant == variant:
+                return c
+        raise KeyError(f"no curve for scheme={scheme!r}, variant={variant!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "config": asdict(self.config),
+            "curves": [asdict(c) for c in self.curves],
+            "final_train_loss": self.final_train_loss,
+            "seconds": self.seconds,
+            "chance_loss": self.chance_loss,
+            "notes": self.notes,
+        }
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def copy_task_batch(batch: int, length: int, vocab: int, seg_min: int, seg_max: int,
+                    generator: torch.Generator) -> tuple[Tensor, Tensor]:
+    """Tokens (batch, length + 1) and the copyable-target mask (batch, length).
+
+    Each row is blocks [segment, segment] with segment length U[seg_min, seg_max], cut at
+    length + 1. ``mask[b, t]`` is True when target ``tokens[b, t + 1]`` lies in a copy at index
+    >= 1 (predictable from the earlier occurrence).
+    """
+    tokens = torch.empty(batch, length + 1, dtype=torch.long)
+    copyable = torch.zeros(batch, length + 1, dtype=torch.bool)
+    for b in range(batch):
+        pos = 0
+        while pos < length + 1:
+            n = int(torch.randint(seg_min, seg_max + 1, (1,), generator=generator))
+            seg = torch.randint(0, vocab, (n,), generator=generator)
+            block = torch.cat([seg, seg])
+            take = min(2 * n, length + 1 - pos)
+            tokens[b, pos:pos + take] = block[:take]
+            flags = torch.zeros(2 * n, dtype=torch.bool)
+            flags[n + 1:] = True
+            copyable[b, pos:pos + take] = flags[:take]
+            pos += take
+    return tokens, copyable[:, 1:]
+
+
+# ----------------------------------------------------------------------------- model
+
+
+class _Block(nn.Module):
+    def __init__(self, cfg: RopeExtrapolationConfig, scheme: str) -> None:
+        super().__init__()
+        head_dim = cfg.d_model // cfg.num_heads
+        rotary = RotaryEmbedding(head_dim, base=cfg.rope_base) if scheme == "rope" else None
+        self.norm1 = nn.LayerNorm(cfg.d_model)
+        self.attn = MultiHeadAttention(cfg.d_model, cfg.num_heads, rotary=rotary,
+                                       alibi=scheme == "alibi")
+        self.norm2 = nn.LayerNorm(cfg.d_model)
+        self.mlp = nn.Sequential(
+            nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model), nn.GELU(),
+            nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model),
+        )
+
+    def forward(self, x: Tensor, attn_mask: Tensor | None = None) -> Tensor:
+        x = x + self.attn(self.norm1(x), attn_mask=attn_mask, is_causal=True).output
+        return x + self.mlp(self.norm2(x))
+
+
+class PositionLM(nn.Module):
+    """Pre-LN decoder-only LM whose only position signal is ``scheme``."""
+
+    def __init__(self, cfg: RopeExtrapolationConfig, scheme: str) -> None:
+        super().__init__()
+        self.scheme = scheme
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        nn.init.normal_(self.embed.weight, std=0.02)
+        self.position = (LearnedPositionalEmbedding(cfg.eval_len, cfg.d_model)
+                         if scheme == "learned" else None)
+        self.blocks = nn.ModuleList(_Block(cfg, scheme) for _ in range(cfg.num_layers))
+        self.norm = nn.LayerNorm(cfg.d_model)
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size)
+
+    def forward(self, tokens: Tensor, window: int | None = None) -> Tensor:
+        """Logits (B, T, vocab); ``window`` restricts query i to keys j > i - window."""
+        x = self.embed(tokens)  # (B, T, d)
+        if self.position is not None:
+            x = self.position(x)
+        mask = None
+        if window is not None:
+            t = torch.arange(tokens.shape[1], device=tokens.device)
+            mask = (t.view(-1, 1) - t.view(1, -1)) < window  # (T, T) True = may attend
+        for block in self.blocks:
+            x = block(x, mask)
+        return self.head(self.norm(x))  # (B, T, vocab)
+
+    def set_rope_scaling(self, scaling: dict[str, Any] | None, base: float) -> None:
+        """Swap every layer's rotary embedding (no retraining)."""
+        for block in self.blocks:
+            rotary = block.attn.rotary
+            if rotary is None:
+                raise ValueError("set_rope_scaling needs a model with scheme='rope'")
+            block.attn.rotary = RotaryEmbedding(rotary.head_dim, base=base, scaling=scaling)
+
+    def set_rope_frequencies(self, inv_freq: Tensor, attention_factor: float) -> None:
+        """Swap every layer's rotary embedding for custom frequencies (no retraining)."""
+        for block in self.blocks:
+            rotary = block.attn.rotary
+            if rotary is None:
+                raise ValueError("set_rope_frequencies needs a model with scheme='rope'")
+            block.attn.rotary = RotaryEmbedding.from_inv_freq(
+                rotary.head_dim, inv_freq, attention_factor=attention_factor)
+
+
+def high_interpolation_frequencies(cfg: RopeExtrapolationConfig) -> tuple[Tensor, float]:
+    """The seed's fix read literally: divide the SHORT-wavelength pairs (lambda < L) by s.
+
+    Mirror image of YaRN (same ramp bounds, reversed): pairs YaRN keeps are interpolated and
+    pairs YaRN interpolates are kept. Attention factor as YaRN's.
+    """
+    head_dim = cfg.d_model // cfg.num_heads
+    yarn_params = {"factor": cfg.scale, "original_max_position_embeddings": cfg.train_len}
+    inv_yarn, factor = compute_rope_frequencies("yarn", head_dim, cfg.rope_base, yarn_params)
+    inv = default_inv_freq(head_dim, cfg.rope_base)
+    # YaRN: inv_yarn = inv * (1 - r) / s + inv * r with r the kept fraction; invert r -> 1 - r
+    kept = (inv_yarn - inv / cfg.scale) / (inv - inv / cfg.scale)
+    return inv * kept / cfg.scale + inv * (1 - kept), factor
+
+
+def rope_variant_scaling(variant: str, cfg: RopeExtrapolationConfig) -> dict[str, Any] | None:
+    """The scaling dict of each evaluated variant (s = eval_len / train_len, L0 = train_len)."""
+    s, L0 = cfg.scale, cfg.train_len
+    table: dict[str, dict[str, Any] | None] = {
+        "none": None,
+        "linear": {"rope_type": "linear", "factor": s},
+        "ntk": {"rope_type": "ntk", "factor": s},
+        # factor 1: the base grows as (L / L0)^(d/(d-2)) with the evaluated length L
+        "dynamic": {"rope_type": "dynamic", "factor": 1.0,
+                    "original_max_position_embeddings": L0},
+        "yarn": {"rope_type": "yarn", "factor": s, "original_max_position_embeddings": L0},
+        "high-interp": None,  # custom frequencies: see high_interpolation_frequencies
+        "window": None,  # unscaled RoPE, attention limited to the last train_len keys
+    }
+    if variant not in table:
+        raise ValueError(f"variant must be one of {sorted(table)}, got {variant!r}")
+    return table[variant]
+
+
+# ----------------------------------------------------------------------------- train / evaluate
+
+
+def _masked_loss(logits: Tensor, targets: Tensor, mask: Tensor) -> Tensor:
+    per_token = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")  # (B, T)
+    return (per_token * mask).sum() / mask.sum().clamp_min(1)
+
+
+def train_model(cfg: RopeExtrapolationConfig, scheme: str, steps: int,
+                progress: Callable[[float], None] | None = None) -> tuple[PositionLM, float]:
+    """Train one model at length ``train_len``; returns (model, mean loss of the last 10 %)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed * 1000 + SCHEMES.index(scheme))
+        model = PositionLM(cfg, scheme)
+    g = torch.Generator().manual_seed(cfg.seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.98), weight_decay=0.01)
+
+    def lr_at(step: int) -> float:
+        if step < cfg.warmup_steps:
+            return (step + 1) / cfg.warmup_steps
+        frac = (step - cfg.warmup_steps) / max(1, steps - cfg.warmup_steps)
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
+    tail: list[float] = []
+    model.train()
+    for step in range(steps):
+        tokens, mask = copy_task_batch(cfg.batch_size, cfg.train_len, cfg.vocab_size,
+                                       cfg.seg_min, cfg.seg_max, g)
+        logits = model(tokens[:, :-1])
+        loss = _masked_loss(logits, tokens[:, 1:], mask)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        if step >= steps - max(1, steps // 10):
+            tail.append(float(loss.detach()))
+        if progress is not None and step % 25 == 0:
+            progress(step / steps)
+    model.eval()
+    return model, sum(tail) / len(tail) if tail else float("nan")
+
+
+@torch.no_grad()
+def evaluate_by_position(model: PositionLM, tokens: Tensor, mask: Tensor, bin_width: int,
+                         window: int | None = None) -> tuple[list[int], list[float], list[float]]:
+    """Copy loss and accuracy per position bin on fixed evaluation data."""
+    logits = model(tokens[:, :-1], window=window)
+    targets = tokens[:, 1:]
+    per_token = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
+    correct = (logits.argmax(-1) == targets).float()
+    length = targets.shape[1]
+    starts, losses, accs = [], [], []
+    for start in range(0, length, bin_width):
+        m = mask[:, start:start + bin_width]
+        n = int(m.sum())
+        starts.append(start)
+        losses.append(float((per_token[:, start:start + bin_width] * m).sum() / n)
+                      if n else float("nan"))
+        accs.append(float((correct[:, start:start + bin_width] * m).sum() / n)
+                    if n else float("nan"))
+    return starts, losses, accs
+
+
+def run(config: RopeExtrapolationConfig,
+        progress: Callable[[float], None] | None = None) -> RopeExtrapolationResult:
+    """Train one model per scheme at ``train_len`` and evaluate every variant up to ``eval_len``."""
+    eval_g = torch.Generator().manual_seed(config.seed + 12345)
+    tokens, mask = copy_task_batch(config.eval_sequences, config.eval_len, config.vocab_size,
+                                   config.seg_min, config.seg_max, eval_g)
+    steps_of = {"rope": config.steps, "alibi": config.alibi_steps,
+                "learned": config.learned_steps}
+    total = sum(steps_of[s] for s in config.schemes) or 1
+    done = 0
+    curves: list[SchemeCurve] = []
+    train_loss: dict[str, float] = {}
+    seconds: dict[str, float] = {}
+    for scheme in config.schemes:
+        start = time.perf_counter()
+        offset, steps = done, steps_of[scheme]
+
+        def report(frac: float, offset: int = offset, steps: int = steps) -> None:
+            if progress is not None:
+                progress((offset + frac * steps) / total)
+
+        model, train_loss[scheme] = train_model(config, scheme, steps, report)
+        done += steps
+        variants = config.rope_variants if scheme == "rope" else ("none",)
+        for variant in variants:
+            if scheme == "rope" and variant == "high-interp":
+                model.set_rope_frequencies(*high_interpolation_frequencies(config))
+            elif scheme == "rope":
+                model.set_rope_scaling(rope_variant_scaling(variant, config), config.rope_base)
+            window = config.train_len if variant == "window" else None
+            b, lo, ac = evaluate_by_position(model, tokens, mask, config.bin_width, window)
+            curves.append(SchemeCurve(scheme, variant, b, lo, ac))
+        seconds[scheme] = time.perf_counter() - start
+    if progress is not None:
+        progress(1.0)
+    notes = [
+        "dynamic NTK is evaluated in one full forward pass at the evaluation length, so every "
+        "position uses the base for that length (factor 1: b' = b (L/L0)^(d/(d-2)))",
+        "no fine-tuning after scaling (PI is known to need fine-tuning)",
+    ]
+    return RopeExtrapolationResult(config, curves, train_loss, seconds,
+                                   math.log(config.vocab_size), notes)
+
+
+def with_steps(config: RopeExtrapolationConfig, steps: int) -> RopeExtrapolationConfig:
+    """The same configuration with every model trained for ``steps`` steps."""
+    return replace(config, steps=steps, alibi_steps=steps, learned_steps=steps)

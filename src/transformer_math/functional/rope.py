@@ -1,0 +1,288 @@
+"""Rotary position embedding (RoPE): angle tables, application, channel layouts, N-D (axial) RoPE.
+
+Math (000 §8.3.3 理论 B; Su et al. 2021, RoFormer eq. 13-15). Split a head vector of rotary dim
+``d`` into d/2 planes; plane ``i`` at position ``m`` is rotated by the angle m * theta_i,
+
+    R_{m,i} = [[cos m theta_i, -sin m theta_i], [sin m theta_i, cos m theta_i]] in SO(2),
+    R_m = diag(R_{m,0}, ..., R_{m,d/2-1}),   <R_m q, R_n k> = q^T R_{n-m} k,
+
+so attention logits depend on positions only through n - m. In complex form a plane is
+z_i = x_a + i x_b and the rotation is z_i -> e^{i m theta_i} z_i.
+
+Two channel layouts pair the channels differently (FACTS.md, "Layouts"):
+- ``"half"`` (GPT-NeoX / Hugging Face): plane i = channels (i, i + d/2);
+  x' = x * cos + rotate_half(x) * sin with rotate_half(x) = cat(-x2, x1), cos = cat(c, c).
+- ``"interleaved"`` (RoFormer / Meta Llama): plane i = channels (2i, 2i + 1);
+  x' = x * cos + rotate_interleaved(x) * sin, (x0, x1) -> (-x1, x0), cos = repeat_interleave(c, 2).
+Both are the same rotation up to the channel permutation
+:func:`interleaved_to_half_permutation`; loading Meta weights into a half-layout model needs that
+permutation of the q/k projection rows (:func:`interleaved_to_half_qk_weight`).
+
+Precision (FACTS.md): angles ``position * inv_freq`` and cos/sin are ALWAYS formed in float32,
+whatever the dtype of q/k; the rotation itself is evaluated in float32 and cast back.
+
+Partial rotary (GPT-NeoX, Phi): only the first ``rotary_dim`` channels of a head are rotated; the
+rest pass through unchanged.
+
+N-D / axial RoPE (Qwen2-VL M-RoPE; Liu & Zhou 2025, arXiv 2504.06308): the d/2 planes are split
+into per-axis sections; plane j in section a is rotated by coordinate p_a: angle_j = p_{a(j)}
+theta_j. Then <R_p q, R_r k> depends only on r - p, and equal coordinates reduce to 1-D RoPE.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+LAYOUTS = ("half", "interleaved")
+
+
+def _check_layout(layout: str) -> None:
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+
+
+def _check_inv_freq(inv_freq: Tensor) -> None:
+    if not isinstance(inv_freq, Tensor) or inv_freq.dim() != 1 or inv_freq.numel() == 0:
+        shape = tuple(inv_freq.shape) if isinstance(inv_freq, Tensor) else type(inv_freq).__name__
+        raise ValueError(f"inv_freq must be a non-empty 1-D tensor (rotary_dim // 2,), got {shape}")
+
+
+def rope_angles(positions: Tensor, inv_freq: Tensor) -> Tensor:
+    """Angles m * theta_i in float32: positions (...,) and inv_freq (d/2,) -> (..., d/2).
+
+    Positions are cast to float32 (exact for |m| < 2^24) and multiplied in float32, never in the
+    dtype of the model (in bf16 the phase error at m = 2048 is about 2.5 rad; FACTS.md).
+    """
+    _check_inv_freq(inv_freq)
+    if not isinstance(positions, Tensor):
+        raise TypeError(f"positions must be a tensor, got {type(positions).__name__}")
+    if positions.is_complex():
+        raise TypeError("positions must be real (integer or float)")
+    pos = positions.to(torch.float32)
+    return pos.unsqueeze(-1) * inv_freq.to(device=pos.device, dtype=torch.float32)
+
+
+def angles_to_cos_sin(angles: Tensor, *, layout: str = "half", attention_factor: float = 1.0
+                      ) -> tuple[Tensor, Tensor]:
+    """(..., d/2) float32 angles -> (cos, sin) of shape (..., d) in the given channel layout.
+
+    ``attention_factor`` multiplies both cos and sin (YaRN's temperature: logits scale by its
+    square).
+    """
+    _check_layout(layout)
+    angles = angles.to(torch.float32)
+    if layout == "half":
+        full = torch.cat([angles, angles], dim=-1)  # (..., d): plane i at channels i, i + d/2
+    else:
+        full = angles.repeat_interleave(2, dim=-1)  # (..., d): plane i at channels 2i, 2i + 1
+    return full.cos() * attention_factor, full.sin() * attention_factor
+
+
+def rope_cos_sin(positions: Tensor, inv_freq: Tensor, *, layout: str = "half",
+                 attention_factor: float = 1.0) -> tuple[Tensor, Tensor]:
+    """cos/sin tables (..., d) in float32 for integer or float ``positions`` (...,)."""
+    return angles_to_cos_sin(rope_angles(positions, inv_freq), layout=layout,
+                             attention_factor=attention_factor)
+
+
+def rotate_half(x: Tensor) -> Tensor:
+    """(x1, x2) -> (-x2, x1) on the two halves of the last axis (GPT-NeoX layout)."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat([-x2, x1], dim=-1)
+
+
+def rotate_interleaved(x: Tensor) -> Tensor:
+    """(x_{2i}, x_{2i+1}) -> (-x_{2i+1}, x_{2i}) on every adjacent pair (RoFormer layout)."""
+    pairs = x.unflatten(-1, (-1, 2))  # (..., d/2, 2)
+    return torch.stack([-pairs[..., 1], pairs[..., 0]], dim=-1).flatten(-2)
+
+
+def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor, *, layout: str = "half") -> Tensor:
+    """Rotate the first ``cos.shape[-1]`` channels of ``x``: x' = x cos + rot(x) sin.
+
+    ``x`` is (..., seq, head_dim), e.g. (B, H, T, D); ``cos``/``sin`` are (seq, d) or broadcast
+    to x's leading axes, e.g. (B, 1, T, d). Channels past ``d`` (partial rotary) pass unchanged.
+    The rotation is evaluated in float32 and the result has x's dtype.
+    """
+    _check_layout(layout)
+    if not isinstance(x, Tensor) or not x.is_floating_point():
+        raise TypeError(f"x must be a floating tensor, got {getattr(x, 'dtype', type(x))}")
+    if cos.shape != sin.shape:
+        raise ValueError(f"cos and sin must share a shape, got {tuple(cos.shape)}, "
+                         f"{tuple(sin.shape)}")
+    rotary_dim = cos.shape[-1]
+    if rotary_dim % 2 != 0 or rotary_dim > x.shape[-1] or rotary_dim == 0:
+        raise ValueError(
+            f"cos/sin last dim (rotary_dim) must be even and in [2, head_dim={x.shape[-1]}], "
+            f"got {rotary_dim}"
+        )
+    if cos.dim() >= 2 and x.dim() >= 2 and cos.shape[-2] != x.shape[-2]:
+        raise ValueError(
+            f"cos/sin cover {cos.shape[-2]} positions but x has seq length {x.shape[-2]}"
+        )
+    rot, rest = x[..., :rotary_dim], x[..., rotary_dim:]
+    r32 = rot.to(torch.float32)
+    turned = rotate_half(r32) if layout == "half" else rotate_interleaved(r32)
+    out = torch.addcmul(r32 * cos.to(torch.float32), turned, sin.to(torch.float32)).to(x.dtype)
+    return torch.cat([out, rest], dim=-1) if rest.shape[-1] else out
+
+
+def apply_rotary_complex(x: Tensor, positions: Tensor, inv_freq: Tensor) -> Tensor:
+    """Reference RoPE as complex multiplication, interleaved pairing: z_i -> e^{i m theta_i} z_i.
+
+    ``x`` (..., T, d) with d = 2 * len(inv_freq); ``positions`` (T,) or broadcastable (..., T).
+    Computed in float32 complex (complex128 when x is float64).
+    """
+    _check_inv_freq(inv_freq)
+    d = 2 * inv_freq.numel()
+    if x.shape[-1] != d:
+        raise ValueError(f"x last dim must equal 2 * len(inv_freq) = {d}, got {x.shape[-1]}")
+    real = torch.float64 if x.dtype == torch.float64 else torch.float32
+    angles = positions.to(real).unsqueeze(-1) * inv_freq.to(real)
+    z = torch.view_as_complex(x.to(real).unflatten(-1, (-1, 2)).contiguous())  # (..., T, d/2)
+    rotated = z * torch.polar(torch.ones_like(angles), angles)
+    return torch.view_as_real(rotated).flatten(-2).to(x.dtype)
+
+
+def rotary_matrix(position: float, inv_freq: Tensor, *, layout: str = "interleaved",
+                  dtype: torch.dtype = torch.float64) -> Tensor:
+    """The explicit (d, d) orthogonal matrix R_m (block-diagonal for the interleaved layout)."""
+    _check_layout(layout)
+    _check_inv_freq(inv_freq)
+    half = inv_freq.numel()
+    angles = float(position) * inv_freq.to(dtype)
+    c, s = angles.cos(), angles.sin()
+    R = torch.zeros(2 * half, 2 * half, dtype=dtype)
+    idx = torch.arange(half)
+    a, b = (2 * idx, 2 * idx + 1) if layout == "interleaved" else (idx, idx + half)
+    R[a, a], R[a, b], R[b, a], R[b, b] = c, -s, s, c
+    return R
+
+
+def interleaved_to_half_permutation(rotary_dim: int) -> Tensor:
+    """Index ``perm`` with ``x_half = x_interleaved[..., perm]``: (0, 2, 4, ..., 1, 3, 5, ...).
+
+    Plane i is channels (2i, 2i+1) in the interleaved layout and (i, i + d/2) in the half layout.
+    """
+    if rotary_dim < 2 or rotary_dim % 2 != 0:
+        raise ValueError(f"rotary_dim must be a positive even integer, got {rotary_dim}")
+    return torch.cat([torch.arange(0, rotary_dim, 2), torch.arange(1, rotary_dim, 2)])
+
+
+def _permute_heads(weight: Tensor, num_heads: int, head_dim: int, rotary_dim: int | None,
+                   inverse: bool) -> Tensor:
+    rotary_dim = head_dim if rotary_dim is None else rotary_dim
+    if rotary_dim > head_dim or rotary_dim % 2 != 0 or rotary_dim < 2:
+        raise ValueError(f"rotary_dim must be even and in [2, head_dim={head_dim}], "
+                         f"got {rotary_dim}")
+    if weight.dim() not in (1, 2) or weight.shape[0] != num_heads * head_dim:
+        raise ValueError(
+            f"weight must have shape (num_heads * head_dim = {num_heads * head_dim}[, in]), "
+            f"got {tuple(weight.shape)}"
+        )
+    perm = interleaved_to_half_permutation(rotary_dim)
+    if inverse:
+        perm = torch.argsort(perm)
+    head_perm = torch.cat([perm, torch.arange(rotary_dim, head_dim)])
+    rows = (torch.arange(num_heads).unsqueeze(1) * head_dim + head_perm).flatten()
+    return weight[rows].clone()
+
+
+def interleaved_to_half_qk_weight(weight: Tensor, num_heads: int, head_dim: int,
+                                  rotary_dim: int | None = None) -> Tensor:
+    """Reorder the output rows of a q or k projection (or its bias) from the interleaved
+    (Meta) layout to the half (Hugging Face) layout, head by head.
+
+    With W' = this(W), ``apply_rotary(x W'^T, layout="half")`` equals the interleaved rotation
+    of ``x W^T`` with its channels permuted, so every attention logit is unchanged.
+    """
+    return _permute_heads(weight, num_heads, head_dim, rotary_dim, inverse=False)
+
+
+def half_to_interleaved_qk_weight(weight: Tensor, num_heads: int, head_dim: int,
+                                  rotary_dim: int | None = None) -> Tensor:
+    """Inverse of :func:`interleaved_to_half_qk_weight`."""
+    return _permute_heads(weight, num_heads, head_dim, rotary_dim, inverse=True)
+
+
+# ----------------------------------------------------------------------------- N-D (axial) RoPE
+
+
+def axial_sections(num_pairs: int, num_axes: int) -> list[int]:
+    """Split ``num_pairs`` rotary planes into ``num_axes`` near-equal contiguous sections."""
+    if num_axes < 1 or num_pairs < num_axes:
+        raise ValueError(f"need 1 <= num_axes <= num_pairs, got num_axes={num_axes}, "
+                         f"num_pairs={num_pairs}")
+    base, extra = divmod(num_pairs, num_axes)
+    return [base + (1 if a < extra else 0) for a in range(num_axes)]
+
+
+def axial_rope_angles(positions: Tensor, inv_freq: Tensor, sections: Sequence[int]) -> Tensor:
+    """Angles for N-D positions: positions (..., n_axes) -> (..., d/2) in float32.
+
+    Plane j of section a (sections are contiguous runs of planes, summing to d/2) is rotated by
+    ``positions[..., a] * inv_freq[j]`` (Qwen2-VL M-RoPE, sections e.g. [16, 24, 24] for
+    (t, h, w)). With equal coordinates this equals :func:`rope_angles` of that coordinate.
+    """
+    _check_inv_freq(inv_freq)
+    sections = [int(s) for s in sections]
+    if any(s < 1 for s in sections) or sum(sections) != inv_freq.numel():
+        raise ValueError(
+            f"sections must be positive and sum to len(inv_freq) = {inv_freq.numel()}, "
+            f"got {sections}"
+        )
+    if positions.dim() < 1 or positions.shape[-1] != len(sections):
+        raise ValueError(
+            f"positions must have last dim n_axes = {len(sections)}, got {tuple(positions.shape)}"
+        )
+    axis_of_plane = torch.repeat_interleave(
+        torch.arange(len(sections), device=positions.device),
+        torch.tensor(sections, device=positions.device),
+    )  # (d/2,)
+    coords = positions.to(torch.float32)[..., axis_of_plane]  # (..., d/2)
+    return coords * inv_freq.to(device=coords.device, dtype=torch.float32)
+
+
+# ----------------------------------------------------------------------------- phase coverage
+
+_TWO_PI = 2 * math.pi
+
+
+def unseen_phase_fraction(inv_freq: Tensor, train_len: int, test_len: int,
+                          test_inv_freq: Tensor | None = None,
+                          min_tolerance: float = 1e-3) -> Tensor:
+    """Per pair: fraction of positions m in [train_len, test_len) whose phase (mod 2π) was never
+    swept in training.
+
+    Training phases are m θ_i for m < train_len; test phases m θ'_i use ``test_inv_freq``
+    (scaled frequencies; default the training ones). Consecutive training positions sweep the
+    arc between their phases, so a test phase counts as seen when it lies within one position
+    step max(θ_i, ``min_tolerance``) rad of a trained phase: every point of a swept arc does
+    (PI's positions in (L0 - 1, L0) too), and a point farther outside it (a pair that never
+    completed a rotation) does not. Phases come from ``rope_angles`` (float32) and are wrapped
+    in float64.
+    """
+    _check_inv_freq(inv_freq)
+    if not 1 <= train_len < test_len:
+        raise ValueError(f"need 1 <= train_len < test_len, got {train_len} and {test_len}")
+    test_inv_freq = inv_freq if test_inv_freq is None else test_inv_freq
+    if test_inv_freq.shape != inv_freq.shape:
+        raise ValueError(f"test_inv_freq must have shape {tuple(inv_freq.shape)}, got "
+                         f"{tuple(test_inv_freq.shape)}")
+    train = rope_angles(torch.arange(train_len), inv_freq).double().remainder(_TWO_PI)  # (L, P)
+    test = rope_angles(torch.arange(train_len, test_len), test_inv_freq).double().remainder(_TWO_PI)
+    seen = train.T.sort(dim=-1).values.contiguous()  # (P, L)
+    probe = test.T.contiguous()  # (P, N)
+    tolerance = inv_freq.double().clamp_min(min_tolerance).unsqueeze(-1)  # (P, 1)
+    L = seen.shape[-1]
+    idx = torch.searchsorted(seen, probe)  # (P, N): first trained phase >= test phase
+    above = seen.gather(-1, idx.clamp(max=L - 1))
+    below = seen.gather(-1, (idx - 1).clamp(min=0))
+    dist_above = torch.where(idx < L, above - probe, seen[:, :1] + _TWO_PI - probe)
+    dist_below = torch.where(idx > 0, probe - below, probe - (seen[:, -1:] - _TWO_PI))
+    nearest = torch.minimum(dist_above, dist_below)  # circular distance to the nearest sample
+    return (nearest > tolerance).double().mean(-1)

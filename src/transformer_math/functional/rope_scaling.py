@@ -1,0 +1,320 @@
+"""RoPE frequencies and context-extension methods: one pure function per scaling type.
+
+Every function has the same signature
+
+    fn(rotary_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None)
+        -> tuple[Tensor, float]   # (inv_freq (rotary_dim // 2,), attention_factor)
+
+and is looked up by name in :data:`ROPE_SCALING_FUNCTIONS` (the pattern of Hugging Face
+``modeling_rope_utils.py``; adding a method never touches the others). Each function validates
+its own parameters: a missing required key, an unknown key or a value out of range raises
+``ValueError`` naming the key, the expected and the received value.
+
+Notation (FACTS.md, "RoPE and context extension"): ``d`` rotary dim, ``b`` base (rope_theta),
+``i = 0 .. d/2 - 1``, ``L0`` = original_max_position_embeddings, ``s`` = factor.
+
+- default:  inv_freq_i = b^(-2i/d), attention_factor 1 (Su et al. 2021, RoFormer eq. 15).
+- linear:   inv_freq / s (position interpolation, Chen et al. 2023).
+- ntk:      static NTK-aware base b' = b * s^(d/(d-2)) (bloc97 2023).
+- dynamic:  for L = seq_len > L0: b' = b * (s L / L0 - (s - 1))^(d/(d-2)); default for L <= L0.
+            Pitfall: keys cached under an older base are rotated differently (recompute them).
+- yarn:     corr_dim(r) = d ln(L0 / (2 pi r)) / (2 ln b); low = floor(corr_dim(beta_fast)),
+            high = ceil(corr_dim(beta_slow)) (no rounding when truncate=False), clamped to
+            [0, d-1], high += 0.001 if equal; ramp_j = clamp((j - low)/(high - low), 0, 1),
+            extrap = 1 - ramp, inv_freq = (inv/s)(1 - extrap) + inv * extrap;
+            attention_factor 0.1 ln s + 1 (Peng et al. 2023), applied to cos AND sin.
+- llama3:   wavelen = 2 pi / inv; wavelen > L0/lff: inv/s; wavelen < L0/hff: inv; between:
+            sm = (L0/wavelen - lff)/(hff - lff), inv' = (1 - sm) inv/s + sm inv.
+- longrope: inv_freq_i = 1 / (ext_i b^(2i/d)) with ext = short_factor (seq_len <= L0) or
+            long_factor (seq_len > L0); attention_factor sqrt(1 + ln s / ln L0) (s > 1).
+
+Frequencies are computed in float64 and returned as float64; modules cast them to float32
+before forming angles (see ``functional/rope.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+RopeScalingFn = Callable[[int, float, Mapping[str, Any], "int | None"], tuple[Tensor, float]]
+
+ROPE_SCALING_FUNCTIONS: dict[str, RopeScalingFn] = {}
+
+
+def register_rope_scaling(name: str) -> Callable[[RopeScalingFn], RopeScalingFn]:
+    """Register ``fn`` as the RoPE scaling type ``name``."""
+
+    def register(fn: RopeScalingFn) -> RopeScalingFn:
+        if name in ROPE_SCALING_FUNCTIONS and ROPE_SCALING_FUNCTIONS[name] is not fn:
+            raise ValueError(f"rope scaling type {name!r} is already registered")
+        ROPE_SCALING_FUNCTIONS[name] = fn
+        return fn
+
+    return register
+
+
+# ----------------------------------------------------------------------------- validation helpers
+
+
+def _check_common(rotary_dim: int, base: float) -> None:
+    if isinstance(rotary_dim, bool) or not isinstance(rotary_dim, int):
+        raise TypeError(f"rotary_dim must be an int, got {type(rotary_dim).__name__}")
+    if rotary_dim < 2 or rotary_dim % 2 != 0:
+        raise ValueError(f"rotary_dim must be a positive even integer, got {rotary_dim}")
+    if not (isinstance(base, int | float) and math.isfinite(base) and base > 1.0):
+        raise ValueError(f"base must be a finite number > 1, got {base!r}")
+
+
+def _check_keys(
+    rope_type: str, params: Mapping[str, Any], required: Sequence[str], optional: Sequence[str]
+) -> None:
+    if not isinstance(params, Mapping):
+        raise TypeError(f"params must be a mapping, got {type(params).__name__}")
+    missing = [k for k in required if k not in params]
+    if missing:
+        raise ValueError(
+            f"rope type {rope_type!r} needs parameters {list(required)}; missing {missing}"
+        )
+    allowed = set(required) | set(optional)
+    unknown = sorted(set(params) - allowed)
+    if unknown:
+        raise ValueError(
+            f"rope type {rope_type!r} accepts parameters {sorted(allowed)}; got unknown {unknown}"
+        )
+
+
+def _number(rope_type: str, params: Mapping[str, Any], key: str, *, minimum: float,
+            strict: bool = False, default: float | None = None) -> float:
+    value = params.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{rope_type}: {key} must be a finite number, got {value!r}")
+    if value < minimum or (strict and value == minimum):
+        rel = ">" if strict else ">="
+        raise ValueError(f"{rope_type}: {key} must be {rel} {minimum}, got {value}")
+    return float(value)
+
+
+def _seq_len(seq_len: int | None) -> int | None:
+    if seq_len is None:
+        return None
+    if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1:
+        raise ValueError(f"seq_len must be a positive int or None, got {seq_len!r}")
+    return seq_len
+
+
+def default_inv_freq(rotary_dim: int, base: float) -> Tensor:
+    """theta_i = b^(-2i/d), i = 0 .. d/2 - 1, float64 (RoFormer eq. 15; 000 §8.3.3 理论 A)."""
+    _check_common(rotary_dim, base)
+    exponents = torch.arange(0, rotary_dim, 2, dtype=torch.float64) / rotary_dim
+    return 1.0 / (float(base) ** exponents)
+
+
+# ----------------------------------------------------------------------------- scaling types
+
+
+@register_rope_scaling("default")
+def _default(
+    rotary_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
+) -> tuple[Tensor, float]:
+    """Unscaled RoPE: b^(-2i/d), attention factor 1."""
+    _check_common(rotary_dim, base)
+    _check_keys("default", params, (), ())
+    _seq_len(seq_len)
+    return default_inv_freq(rotary_dim, base), 1.0
+
+
+@register_rope_scaling("linear")
+def _linear(
+    rotary_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
+) -> tuple[Tensor, float]:
+    """Position interpolation (Chen et al. 2023): every frequency divided by s = factor."""
+    _check_common(rotary_dim, base)
+    _check_keys("linear", params, ("factor",), ())
+    _seq_len(seq_len)
+    factor = _number("linear", params, "factor", minimum=1.0)
+    return default_inv_freq(rotary_dim, base) / factor, 1.0
+
+
+@register_rope_scaling("ntk")
+def _ntk(
+    rotary_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
+) -> tuple[Tensor, float]:
+    """Static NTK-aware scaling: base b' = b * s^(d/(d-2)), so the lowest pair is divided by s."""
+    _check_common(rotary_dim, base)
+    _check_keys("ntk", params, ("factor",), ())
+    _seq_len(seq_len)
+    if rotary_dim < 4:
+        raise ValueError(f"ntk: rotary_dim must be >= 4 (d/(d-2) is undefined), got {rotary_dim}")
+    factor = _number("ntk", params, "factor", minimum=1.0)
+    new_base = float(base) * factor ** (rotary_dim / (rotary_dim - 2))
+    return default_inv_freq(rotary_dim, new_base), 1.0
+
+
+@register_rope_scaling("dynamic")
+def _dynamic(
+    rotary_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
+) -> tuple[Tensor, float]:
+    """Dynamic NTK: b' = b (s L/L0 - (s-1))^(d/(d-2)) at L = seq_len > L0, default otherwise."""
+    _check_common(rotary_dim, base)
+    _check_keys("dynamic", params, ("factor", "original_max_position_embeddings"), ())
+    if rotary_dim < 4:
+        raise ValueError(f"dynamic: rotary_dim must be >= 4, got {rotary_dim}")
+    factor = _number("dynamic", params, "factor", minimum=1.0)
+    original = _number("dynamic", params, "original_max_position_embeddings", minimum=1.0)
+    length = _seq_len(seq_len)
+    if length is None or length <= original:
+        return default_inv_freq(rotary_dim, base), 1.0
+    growth = factor * length / original - (factor - 1.0)
+    new_base = float(base) * growth ** (rotary_dim / (rotary_dim - 2))
+    return default_inv_freq(rotary_dim, new_base), 1.0
+
+
+def yarn_correction_dim(num_rotations: float, rotary_dim: int, base: float, original: float
+                        ) -> float:
+    """corr_dim(r) = d ln(L0 / (2 pi r)) / (2 ln b): the pair index whose wavelength is L0 / r."""
+    return rotary_dim * math.log(original / (num_rotations * 2 * math.pi)) / (2 * math.log(base))
+
+
+def yarn_ramp_bounds(rotary_dim: int, base: float, original: float, beta_fast: float,
+                     beta_slow: float, truncate: bool = True) -> tuple[float, float]:
+    """(low, high) of YaRN's ramp, clamped to [0, d-1]; high += 0.001 when they coincide."""
+    low = yarn_correction_dim(beta_fast, rotary_dim, base, original)
+    high = yarn_correction_dim(beta_slow, rotary_dim, base, original)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, rotary_dim - 1)
+    if low == high:
+        high += 0.001
+    return float(low), float(high)
+
+
+@register_rope_scaling("yarn")
+def _yarn(
+    rotary_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
+) -> tuple[Tensor, float]:
+    """YaRN (Peng et al. 2023): keep high frequencies, interpolate low ones, temper the logits."""
+    _check_common(rotary_dim, base)
+    _check_keys(
+        "yarn", params, ("factor", "original_max_position_embeddings"),
+        ("beta_fast", "beta_slow", "truncate", "attention_factor"),
+    )
+    _seq_len(seq_len)
+    factor = _number("yarn", params, "factor", minimum=1.0)
+    original = _number("yarn", params, "original_max_position_embeddings", minimum=1.0)
+    beta_fast = _number("yarn", params, "beta_fast", minimum=0.0, strict=True, default=32.0)
+    beta_slow = _number("yarn", params, "beta_slow", minimum=0.0, strict=True, default=1.0)
+    if beta_fast <= beta_slow:
+        raise ValueError(f"yarn: beta_fast must exceed beta_slow, got {beta_fast} <= {beta_slow}")
+    truncate = params.get("truncate", True)
+    if not isinstance(truncate, bool):
+        raise ValueError(f"yarn: truncate must be a bool, got {truncate!r}")
+    if "attention_factor" in params:
+        attention_factor = _number("yarn", params, "attention_factor", minimum=0.0, strict=True)
+    else:
+        attention_factor = 0.1 * math.log(factor) + 1.0 if factor > 1.0 else 1.0
+    inv = default_inv_freq(rotary_dim, base)
+    low, high = yarn_ramp_bounds(rotary_dim, float(base), original, beta_fast, beta_slow, truncate)
+    j = torch.arange(rotary_dim // 2, dtype=torch.float64)
+    ramp = ((j - low) / (high - low)).clamp(0.0, 1.0)
+    extrapolation = 1.0 - ramp
+    inv_freq = (inv / factor) * (1.0 - extrapolation) + inv * extrapolation
+    return inv_freq, attention_factor
+
+
+@register_rope_scaling("llama3")
+def _llama3(
+    rotary_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
+) -> tuple[Tensor, float]:
+    """Llama 3.1: long wavelengths divided by s, short ones kept, a smooth band in between."""
+    _check_common(rotary_dim, base)
+    _check_keys(
+        "llama3", params,
+        ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"), (),
+    )
+    _seq_len(seq_len)
+    factor = _number("llama3", params, "factor", minimum=1.0)
+    low = _number("llama3", params, "low_freq_factor", minimum=0.0, strict=True)
+    high = _number("llama3", params, "high_freq_factor", minimum=0.0, strict=True)
+    original = _number("llama3", params, "original_max_position_embeddings", minimum=1.0)
+    if high <= low:
+        raise ValueError(
+            f"llama3: high_freq_factor must exceed low_freq_factor, got {high} <= {low}"
+        )
+    inv = default_inv_freq(rotary_dim, base)
+    wavelen = 2 * math.pi / inv
+    smooth = ((original / wavelen - low) / (high - low)).clamp(0.0, 1.0)
+    blended = (1.0 - smooth) * inv / factor + smooth * inv
+    inv_freq = torch.where(wavelen > original / low, inv / factor, blended)
+    inv_freq = torch.where(wavelen < original / high, inv, inv_freq)
+    return inv_freq, 1.0
+
+
+def _factor_list(rope_type: str, params: Mapping[str, Any], key: str, pairs: int) -> Tensor:
+    value = params[key]
+    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != pairs:
+        got = len(value) if isinstance(value, Sequence) else type(value).__name__
+        raise ValueError(f"{rope_type}: {key} must be a list of {pairs} numbers, got {got}")
+    out = torch.tensor([float(v) for v in value], dtype=torch.float64)
+    if not torch.isfinite(out).all() or (out <= 0).any():
+        raise ValueError(f"{rope_type}: every entry of {key} must be a finite number > 0")
+    return out
+
+
+@register_rope_scaling("longrope")
+def _longrope(
+    rotary_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
+) -> tuple[Tensor, float]:
+    """LongRoPE (Ding et al. 2024): searched per-pair factors, short or long by sequence length."""
+    _check_common(rotary_dim, base)
+    _check_keys(
+        "longrope", params,
+        ("short_factor", "long_factor", "original_max_position_embeddings"),
+        ("factor", "attention_factor"),
+    )
+    pairs = rotary_dim // 2
+    short = _factor_list("longrope", params, "short_factor", pairs)
+    long = _factor_list("longrope", params, "long_factor", pairs)
+    original = _number("longrope", params, "original_max_position_embeddings", minimum=2.0)
+    factor = _number("longrope", params, "factor", minimum=1.0, default=1.0)
+    if "attention_factor" in params:
+        attention_factor = _number("longrope", params, "attention_factor", minimum=0.0,
+                                   strict=True)
+    else:
+        attention_factor = (
+            math.sqrt(1.0 + math.log(factor) / math.log(original)) if factor > 1.0 else 1.0
+        )
+    length = _seq_len(seq_len)
+    ext = long if length is not None and length > original else short
+    exponents = torch.arange(0, rotary_dim, 2, dtype=torch.float64) / rotary_dim
+    inv_freq = 1.0 / (ext * float(base) ** exponents)
+    return inv_freq, attention_factor
+
+
+def rope_types() -> list[str]:
+    """Names of the registered scaling types."""
+    return sorted(ROPE_SCALING_FUNCTIONS)
+
+
+def compute_rope_frequencies(
+    rope_type: str,
+    rotary_dim: int,
+    base: float = 10000.0,
+    params: Mapping[str, Any] | None = None,
+    seq_len: int | None = None,
+) -> tuple[Tensor, float]:
+    """Look up ``rope_type`` in the registry and return ``(inv_freq, attention_factor)``.
+
+    ``params`` holds that type's own parameters (e.g. ``{"factor": 4.0}`` for ``linear``);
+    ``seq_len`` matters only for the length-dependent types (``dynamic``, ``longrope``).
+    """
+    if rope_type not in ROPE_SCALING_FUNCTIONS:
+        raise ValueError(f"rope_type must be one of {rope_types()}, got {rope_type!r}")
+    return ROPE_SCALING_FUNCTIONS[rope_type](rotary_dim, base, dict(params or {}), seq_len)
+
+
+LENGTH_DEPENDENT_TYPES = frozenset({"dynamic", "longrope"})
