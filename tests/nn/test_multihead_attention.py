@@ -116,3 +116,13 @@ def test_weights_only_from_reference_when_requested():
     assert mha(_x()).weights is None
     w = mha(_x(), return_weights=True).weights
     assert w is not None and w.shape == (2, H, 6, 6)
+
+
+def test_reset_parameters_is_reproducible_from_a_generator():
+    a, b = MultiHeadAttention(E, H), MultiHeadAttention(E, H)
+    a.reset_parameters(torch.Generator().manual_seed(7))
+    b.reset_parameters(torch.Generator().manual_seed(7))
+    for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
+        assert torch.equal(pa, pb)
+    bound = 1 / E**0.5
+    assert a.q_proj.weight.abs().max() <= bound and a.q_proj.weight.std() > bound / 3

@@ -23,6 +23,7 @@ uses the same positions as a full forward pass.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -245,6 +246,21 @@ class MultiHeadAttention(nn.Module):
                 f"{name} dtype {x.dtype} differs from the module's parameters "
                 f"({self.q_proj.weight.dtype}); convert one of them"
             )
+
+    @torch.no_grad()
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Re-draw every projection from ``generator`` (default: the global RNG).
+
+        Same distribution as ``nn.Linear``'s default: weights and biases ~ U(-1/sqrt(fan_in),
+        1/sqrt(fan_in)), so a model is reproducible from an explicit generator alone.
+        """
+        for proj in (self.q_proj, self.k_proj, self.v_proj, self.out_proj):
+            bound = 1.0 / math.sqrt(proj.in_features)
+            w = torch.rand(proj.weight.shape, generator=generator, dtype=proj.weight.dtype)
+            proj.weight.copy_(w.mul_(2 * bound).sub_(bound))
+            if proj.bias is not None:
+                b = torch.rand(proj.bias.shape, generator=generator, dtype=proj.bias.dtype)
+                proj.bias.copy_(b.mul_(2 * bound).sub_(bound))
 
     @torch.no_grad()
     def load_torch_multihead_attention(self, module: nn.MultiheadAttention) -> None:
