@@ -1,0 +1,186 @@
+"""``tmath rollout``: run a scripted or trained policy in a robotics environment and plot it.
+
+    tmath rollout point-mass --policy scripted --out traj.png
+    tmath rollout bimodal --policy ckpt.safetensors --seed 3 --json
+    tmath rollout grid --policy dt.safetensors --target-return 4
+
+A checkpoint is any policy saved with ``policy.save(path)`` (safetensors; kind and config are read
+from the file). Exit codes: 0 success, 2 bad usage (one-line error).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import typer
+
+ENV_NAMES = ("point-mass", "bimodal", "grid", "runner")
+
+
+def _scripted(env_name: str, env: Any, seed: int):
+    """A per-step scripted expert ``act(obs) -> action`` for the environment."""
+    rng = np.random.default_rng(seed + 1)
+    if env_name == "point-mass":
+        expert = env.unwrapped.expert(rng)
+
+        def act(obs):
+            params, p, v, t = env.unwrapped.state
+            return expert.act(params, t, p, v)[0].astype(np.float32)
+
+        return act
+    if env_name == "bimodal":
+        from transformer_math.robotics.envs.bimodal import BimodalExpert
+
+        expert = BimodalExpert(rng, 1)
+        cfg = env.unwrapped.cfg
+        return lambda obs: expert.act(cfg, np.asarray(obs, dtype=np.float64)[None])[0]
+    if env_name == "grid":
+        from transformer_math.robotics.envs.gridworld import scripted_episode
+
+        moves = list(scripted_episode(rng, "A->B->C").actions)
+        return lambda obs: moves.pop(0) if moves else 0
+    pace = float(rng.uniform(-0.3, 0.3))
+    return lambda obs: np.array([pace], np.float32)
+
+
+def _trained(path: Path, target_return: float | None):
+    import torch
+
+    from transformer_math.robotics.policies.base import load_policy
+    from transformer_math.robotics.policies.decision_transformer import DecisionTransformer
+
+    policy = load_policy(path)
+    if isinstance(policy, DecisionTransformer):
+        if target_return is None:
+            raise typer.BadParameter("a Decision Transformer needs --target-return",
+                                     param_hint="--target-return")
+        policy.reset(target_return)
+    else:
+        policy.reset()
+    state = {"reward": 0.0, "first": True}
+
+    def act(obs):
+        batch = {"observation.state": torch.as_tensor(obs, dtype=torch.float32)[None]}
+        if isinstance(policy, DecisionTransformer) and not state["first"]:
+            batch["reward"] = torch.tensor([state["reward"]])
+        state["first"] = False
+        out = policy.select_action(batch)[0]
+        return int(out) if out.dim() == 0 else out.detach().numpy()
+
+    return act, state
+
+
+def _plot(env_name: str, env: Any, trail: np.ndarray, rewards: list[float], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 5))
+    u = env.unwrapped
+    if env_name == "point-mass":
+        ref = u.reference_path()
+        ax.plot(ref[:, 0], ref[:, 1], "k--", lw=1, label="reference")
+        ax.plot(trail[:, 0], trail[:, 1], "b-", lw=1.2, label="policy")
+    elif env_name == "bimodal":
+        from transformer_math.robotics.envs.bimodal import GOAL, OBSTACLE
+
+        ax.add_patch(plt.Circle(OBSTACLE, u.cfg.obstacle_radius, color="0.6"))
+        ax.add_patch(plt.Circle(GOAL, u.cfg.goal_radius, color="g"))
+        ax.plot(trail[:, 0], trail[:, 1], "b.-", label="policy")
+        ax.set_aspect("equal")
+    elif env_name == "grid":
+        from transformer_math.robotics.envs.gridworld import CELLS, SIZE
+
+        for name, (x, y) in CELLS.items():
+            ax.text(x, y, name, ha="center", va="center", fontsize=14, color="purple")
+        ax.plot(trail[:, 0], trail[:, 1], "b.-", label="policy")
+        ax.set_xlim(-0.5, SIZE - 0.5)
+        ax.set_ylim(-0.5, SIZE - 0.5)
+        ax.grid(True)
+    else:
+        ax.plot(np.arange(len(trail)), trail[:, 0], "b-", label="position")
+        ax.set_xlabel("step")
+    ax.set_title(f"{env_name}: return {sum(rewards):.3f}")
+    ax.legend(loc="best")
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+
+
+def rollout(
+    env_name: str = typer.Argument(..., help=f"one of {', '.join(ENV_NAMES)}"),
+    policy: str = typer.Option("scripted", help="'scripted' or a .safetensors checkpoint path"),
+    seed: int = typer.Option(0, help="environment seed"),
+    out: str = typer.Option("rollout.png", help="trajectory plot (PNG)"),
+    target_return: float | None = typer.Option(None, help="Decision Transformer target return"),
+    max_steps: int = typer.Option(1000, min=1, help="stop after this many steps"),
+    as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+) -> None:
+    """Run a scripted or trained policy in an environment and save a trajectory plot."""
+    import gymnasium as gym
+
+    from transformer_math.robotics.envs import ENV_IDS
+
+    if env_name not in ENV_NAMES:
+        raise typer.BadParameter(f"expected one of {', '.join(ENV_NAMES)}, got {env_name!r}",
+                                 param_hint="ENV_NAME")
+    if not out.lower().endswith(".png"):
+        raise typer.BadParameter(f"expected a .png path, got {out!r}", param_hint="--out")
+    env = gym.make(ENV_IDS[env_name])
+    out_path = Path(out)
+    obs, _ = env.reset(seed=seed)
+    dt_state: dict[str, Any] | None = None
+    if policy == "scripted":
+        act = _scripted(env_name, env, seed)
+    else:
+        path = Path(policy)
+        if not path.is_file():
+            raise typer.BadParameter(f"expected 'scripted' or an existing checkpoint, got "
+                                     f"{policy!r}", param_hint="--policy")
+        try:
+            act, dt_state = _trained(path, target_return)
+        except (ValueError, KeyError, OSError) as exc:
+            raise typer.BadParameter(f"cannot load checkpoint {policy!r}: {exc}",
+                                     param_hint="--policy") from exc
+    u = env.unwrapped
+
+    def position() -> np.ndarray:
+        if env_name == "point-mass":
+            return u.state[1][0].copy()
+        if env_name == "grid":
+            return np.array(u.cell, float)
+        return np.asarray(obs, float)[:2].copy() if env_name == "bimodal" else np.array(
+            [float(obs[0]) * u.cfg.horizon])
+
+    trail, rewards, end_info = [position()], [], {}
+    try:
+        for _ in range(max_steps):
+            obs, reward, terminated, truncated, end_info = env.step(act(obs))
+            rewards.append(float(reward))
+            if dt_state is not None:
+                dt_state["reward"] = float(reward)
+            trail.append(position())
+            if terminated or truncated:
+                break
+    except ValueError as exc:
+        raise typer.BadParameter(f"policy does not fit environment {env_name!r}: {exc}",
+                                 param_hint="--policy") from exc
+    _plot(env_name, env, np.array(trail), rewards, out_path)
+    summary = {"env": env_name, "policy": policy, "seed": seed, "steps": len(rewards),
+               "return": round(sum(rewards), 4), "png": str(out),
+               "info": {k: (v if isinstance(v, bool | int | float | str) else str(v))
+                        for k, v in end_info.items()}}
+    if as_json:
+        typer.echo(json.dumps(summary))
+    else:
+        typer.echo(f"{env_name}: {summary['steps']} steps, return {summary['return']}, "
+                   f"plot {out}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``rollout`` to the ``tmath`` application."""
+    app.command("rollout")(rollout)

@@ -1,0 +1,1 @@
+"""Policies of the robotics bridges: Decision Transformer, ACT, chunked BC, offline Q-learning."""

@@ -1,0 +1,174 @@
+"""ACT: Action Chunking with Transformers (Zhao et al., RSS 2023), a CVAE over action chunks.
+
+(000 §8.3.8 "理论 B"; FACTS.md "Robotics".) Training objective
+    L = mean |A - A_hat|_1 + beta * KL(q(z | s, A) || N(0, I)),
+    KL = mean over the batch of sum_j 0.5 (mu_j^2 + sigma_j^2 - 1 - log sigma_j^2),
+with z of dimension 32 and beta = 10 (ACT's defaults).
+- Posterior encoder q(z | s, A): a Transformer over [CLS, s, a_1, ..., a_k] (learned positions);
+  the CLS output gives (mu, log sigma^2); z = mu + sigma * eps (reparameterisation).
+- Decoder: a Transformer encoder over the memory [proj(z), proj(s)], then k learned queries that
+  self-attend and cross-attend to the memory and are read out as the chunk (B, k, A).
+- Inference: the posterior encoder is dropped; z = 0 (ACT's default), z ~ N(0, I) drawn for
+  every predicted chunk (``latent_sampling="sample"``), or drawn once per episode and held until
+  ``reset()`` (``"sample_per_episode"``: the policy commits to one mode for the whole episode).
+``use_latent=False`` trains the decoder with z = 0 and no KL: a deterministic chunk regressor;
+with ``reconstruction_loss="mse"`` it regresses the conditional MEAN (the falsifier of
+``robotics.multimodal-actions``). ACT itself uses L1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from transformer_math.robotics.policies.base import ChunkPolicy, register_policy
+from transformer_math.robotics.policies.blocks import PolicyBlock
+
+LATENT_SAMPLING = ("zero", "sample", "sample_per_episode")
+RECONSTRUCTION_LOSSES = ("l1", "mse")
+
+
+@dataclass(frozen=True)
+class ACTConfig:
+    state_dim: int
+    action_dim: int
+    chunk_size: int = 10
+    dim: int = 64
+    num_heads: int = 4
+    encoder_layers: int = 2
+    decoder_layers: int = 2
+    latent_dim: int = 32
+    kl_weight: float = 10.0
+    dropout: float = 0.0
+    use_latent: bool = True
+    latent_sampling: str = "zero"
+    reconstruction_loss: str = "l1"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.latent_sampling not in LATENT_SAMPLING:
+            raise ValueError(
+                f"latent_sampling must be one of {LATENT_SAMPLING}, got {self.latent_sampling!r}"
+            )
+        if self.reconstruction_loss not in RECONSTRUCTION_LOSSES:
+            raise ValueError(f"reconstruction_loss must be one of {RECONSTRUCTION_LOSSES}, "
+                             f"got {self.reconstruction_loss!r}")
+        if self.kl_weight < 0 or self.latent_dim < 1:
+            raise ValueError(
+                f"need kl_weight >= 0 and latent_dim >= 1, got {self.kl_weight}, {self.latent_dim}"
+            )
+
+
+def act_loss(pred: Tensor, target: Tensor, mu: Tensor, logvar: Tensor, kl_weight: float,
+             reconstruction: str = "l1") -> tuple[Tensor, dict[str, float]]:
+    """ACT's loss: mean absolute error + kl_weight * (batch mean of the summed Gaussian KL).
+
+    ``reconstruction="mse"`` replaces the L1 term by the mean squared error (not ACT)."""
+    if pred.shape != target.shape:
+        raise ValueError(f"pred and target must match, got {tuple(pred.shape)} and "
+                         f"{tuple(target.shape)}")
+    if reconstruction not in RECONSTRUCTION_LOSSES:
+        raise ValueError(f"reconstruction must be one of {RECONSTRUCTION_LOSSES}, "
+                         f"got {reconstruction!r}")
+    diff = pred - target
+    rec = diff.abs().mean() if reconstruction == "l1" else diff.pow(2).mean()
+    kl = (0.5 * (mu.pow(2) + logvar.exp() - 1.0 - logvar)).sum(-1).mean()
+    loss = rec + kl_weight * kl
+    return loss, {reconstruction: float(rec.detach()), "kl": float(kl.detach()),
+                  "loss": float(loss.detach())}
+
+
+@register_policy("act")
+class ACTPolicy(ChunkPolicy):
+    def __init__(self, config: ACTConfig) -> None:
+        super().__init__(config.state_dim, config.action_dim, config.chunk_size)
+        self.config = config
+        d, k = config.dim, config.chunk_size
+        # posterior encoder q(z | s, A)
+        self.cls = nn.Parameter(torch.zeros(1, 1, d))
+        self.enc_state = nn.Linear(config.state_dim, d)
+        self.enc_action = nn.Linear(config.action_dim, d)
+        self.enc_pos = nn.Parameter(0.02 * torch.randn(1, k + 2, d))
+        self.posterior = nn.ModuleList(
+            PolicyBlock(d, config.num_heads, dropout=config.dropout)
+            for _ in range(config.encoder_layers)
+        )
+        self.enc_norm = nn.LayerNorm(d)
+        self.latent_head = nn.Linear(d, 2 * config.latent_dim)
+        # decoder p(A | s, z)
+        self.mem_latent = nn.Linear(config.latent_dim, d)
+        self.mem_state = nn.Linear(config.state_dim, d)
+        self.mem_pos = nn.Parameter(0.02 * torch.randn(1, 2, d))
+        self.memory_blocks = nn.ModuleList(
+            PolicyBlock(d, config.num_heads, dropout=config.dropout)
+            for _ in range(config.encoder_layers)
+        )
+        self.mem_norm = nn.LayerNorm(d)
+        self.queries = nn.Parameter(0.02 * torch.randn(1, k, d))
+        self.decoder_blocks = nn.ModuleList(
+            PolicyBlock(d, config.num_heads, dropout=config.dropout, cross_attention=True)
+            for _ in range(config.decoder_layers)
+        )
+        self.dec_norm = nn.LayerNorm(d)
+        self.action_head = nn.Linear(d, config.action_dim)
+        self.generator = torch.Generator().manual_seed(config.seed)
+        self._episode_z = None
+
+    @staticmethod
+    def config_from_dict(d: dict[str, Any]) -> ACTConfig:
+        return ACTConfig(**d)
+
+    def encode(self, s: Tensor, a: Tensor) -> tuple[Tensor, Tensor]:
+        """(mu, logvar), each (B, latent_dim), from normalised state (B, S) and chunk (B, k, A)."""
+        tokens = torch.cat(
+            [self.cls.expand(s.shape[0], -1, -1), self.enc_state(s)[:, None], self.enc_action(a)],
+            dim=1,
+        ) + self.enc_pos  # (B, k + 2, d)
+        for block in self.posterior:
+            tokens = block(tokens)
+        mu, logvar = self.latent_head(self.enc_norm(tokens[:, 0])).chunk(2, dim=-1)
+        return mu, logvar
+
+    def decode(self, s: Tensor, z: Tensor) -> Tensor:
+        """Normalised chunk (B, k, A) from normalised state (B, S) and latent (B, latent_dim)."""
+        memory = torch.stack([self.mem_latent(z), self.mem_state(s)], dim=1) + self.mem_pos
+        for block in self.memory_blocks:
+            memory = block(memory)  # (B, 2, d)
+        memory = self.mem_norm(memory)
+        x = self.queries.expand(s.shape[0], -1, -1)  # (B, k, d)
+        for block in self.decoder_blocks:
+            x = block(x, memory)
+        return self.action_head(self.dec_norm(x))
+
+    def forward(self, batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
+        s, target = self._state(batch), self._target(batch)
+        if self.config.use_latent:
+            mu, logvar = self.encode(s, target)
+            eps = torch.randn(mu.shape, generator=self.generator)
+            z = mu + torch.exp(0.5 * logvar) * eps
+            kl_weight = self.config.kl_weight
+        else:
+            mu = logvar = torch.zeros(s.shape[0], self.config.latent_dim)
+            z, kl_weight = mu, 0.0
+        return act_loss(self.decode(s, z), target, mu, logvar, kl_weight,
+                        self.config.reconstruction_loss)
+
+    def predict_action_chunk(self, batch: dict[str, Tensor]) -> Tensor:
+        s = self._state(batch)
+        z = torch.zeros(s.shape[0], self.config.latent_dim)
+        mode = self.config.latent_sampling if self.config.use_latent else "zero"
+        if mode == "sample":
+            z = torch.randn(z.shape, generator=self.generator)
+        elif mode == "sample_per_episode":
+            if self._episode_z is None or self._episode_z.shape[0] != s.shape[0]:
+                self._episode_z = torch.randn(z.shape, generator=self.generator)
+            z = self._episode_z
+        return self._unnormalize(self.decode(s, z))
+
+    def reset(self) -> None:
+        """New episode: clear the executor and the held latent."""
+        super().reset()
+        self._episode_z: Tensor | None = None

@@ -1,0 +1,188 @@
+"""Decision Transformer (Chen et al., NeurIPS 2021): RL as return-conditioned sequence modelling.
+
+(000 §8.3.8 "理论 A"; FACTS.md "Robotics".) A trajectory is the token sequence
+    (R_1, s_1, a_1, R_2, s_2, a_2, ..., R_K, s_K, a_K),
+R_t = (sum_{t' >= t} r_{t'}) / rtg_scale the undiscounted return-to-go. Each modality has its own
+linear embedding (a table for discrete actions); a learned timestep embedding is added to all
+three tokens of step t (there is no other position code); LayerNorm; a causal pre-LN Transformer.
+The hidden state at the STATE token s_t predicts a_t (it has seen R_1..R_t, s_1..s_t,
+a_1..a_{t-1}, never a_t): Tanh head + MSE for continuous actions, logits + cross-entropy for
+discrete ones. At rollout R_{t+1} = R_t - r_t / rtg_scale.
+Defaults in the paper: K = 20, 3 layers, 1 head, width 128, dropout 0.1, AdamW 1e-4; the
+experiments here use smaller sizes (see their configs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from transformer_math.robotics.policies.base import STATE_KEY, register_policy
+from transformer_math.robotics.policies.blocks import PolicyBlock
+
+ACTION_TYPES = ("continuous", "discrete")
+MODALITIES = ("return", "state", "action")
+
+
+@dataclass(frozen=True)
+class DTConfig:
+    state_dim: int
+    action_dim: int  # continuous: action width; discrete: number of actions
+    action_type: str = "continuous"
+    context_len: int = 20
+    max_ep_len: int = 64
+    dim: int = 64
+    num_layers: int = 2
+    num_heads: int = 1
+    dropout: float = 0.1
+    rtg_scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.action_type not in ACTION_TYPES:
+            raise ValueError(f"action_type must be one of {ACTION_TYPES}, got {self.action_type!r}")
+        if self.context_len < 1 or self.max_ep_len < 1 or self.rtg_scale <= 0:
+            raise ValueError(
+                "need context_len >= 1, max_ep_len >= 1, rtg_scale > 0; got "
+                f"{self.context_len}, {self.max_ep_len}, {self.rtg_scale}"
+            )
+
+
+def token_layout(num_steps: int) -> list[tuple[str, int]]:
+    """Token order: [(return, 0), (state, 0), (action, 0), (return, 1), ...]."""
+    return [(m, t) for t in range(num_steps) for m in MODALITIES]
+
+
+@register_policy("decision_transformer")
+class DecisionTransformer(nn.Module):
+    def __init__(self, config: DTConfig) -> None:
+        super().__init__()
+        self.config = config
+        d = config.dim
+        self.embed_return = nn.Linear(1, d)
+        self.embed_state = nn.Linear(config.state_dim, d)
+        if config.action_type == "continuous":
+            self.embed_action: nn.Module = nn.Linear(config.action_dim, d)
+        else:
+            self.embed_action = nn.Embedding(config.action_dim, d)
+        self.embed_timestep = nn.Embedding(config.max_ep_len, d)
+        self.embed_norm = nn.LayerNorm(d)
+        self.drop = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(
+            PolicyBlock(d, config.num_heads, dropout=config.dropout)
+            for _ in range(config.num_layers)
+        )
+        self.final_norm = nn.LayerNorm(d)
+        self.action_head = nn.Linear(d, config.action_dim)
+        self.reset()
+
+    @staticmethod
+    def config_from_dict(d: dict[str, Any]) -> DTConfig:
+        return DTConfig(**d)
+
+    # -- model ---------------------------------------------------------------------------------
+    def _check(self, states: Tensor, actions: Tensor, returns_to_go: Tensor,
+               timesteps: Tensor) -> None:
+        b, n = states.shape[:2]
+        if states.dim() != 3 or states.shape[2] != self.config.state_dim:
+            raise ValueError(f"states must be (batch, steps, {self.config.state_dim}), "
+                             f"got {tuple(states.shape)}")
+        if n > self.config.context_len:
+            raise ValueError(f"steps must be <= context_len={self.config.context_len}, got {n}")
+        want_a = (b, n) if self.config.action_type == "discrete" else (b, n, self.config.action_dim)
+        if tuple(actions.shape) != want_a:
+            raise ValueError(f"actions must have shape {want_a}, got {tuple(actions.shape)}")
+        if tuple(returns_to_go.shape) != (b, n) or tuple(timesteps.shape) != (b, n):
+            raise ValueError(f"returns_to_go and timesteps must have shape {(b, n)}, got "
+                             f"{tuple(returns_to_go.shape)} and {tuple(timesteps.shape)}")
+        if int(timesteps.max()) >= self.config.max_ep_len or int(timesteps.min()) < 0:
+            raise ValueError(f"timesteps must be in [0, {self.config.max_ep_len}), got range "
+                             f"[{int(timesteps.min())}, {int(timesteps.max())}]")
+
+    def embed_tokens(self, states: Tensor, actions: Tensor, returns_to_go: Tensor,
+                     timesteps: Tensor) -> Tensor:
+        """Interleaved token embeddings (B, 3n, d) in the order of :func:`token_layout`."""
+        self._check(states, actions, returns_to_go, timesteps)
+        b, n = states.shape[:2]
+        time = self.embed_timestep(timesteps)  # (B, n, d)
+        r = self.embed_return(returns_to_go[..., None] / self.config.rtg_scale) + time
+        s = self.embed_state(states) + time
+        a = self.embed_action(actions) + time
+        tokens = torch.stack([r, s, a], dim=2).reshape(b, 3 * n, -1)  # (B, 3n, d)
+        return self.embed_norm(tokens)
+
+    def hidden_states(self, states: Tensor, actions: Tensor, returns_to_go: Tensor,
+                      timesteps: Tensor) -> Tensor:
+        """Final hidden states (B, n, 3, d): index 1 of axis 2 is the state token of each step."""
+        x = self.drop(self.embed_tokens(states, actions, returns_to_go, timesteps))
+        for block in self.blocks:
+            x = block(x, is_causal=True)
+        b, n = states.shape[:2]
+        return self.final_norm(x).view(b, n, 3, -1)
+
+    def action_outputs(self, states: Tensor, actions: Tensor, returns_to_go: Tensor,
+                       timesteps: Tensor) -> Tensor:
+        """Prediction of a_t read at the STATE token s_t: (B, n, A) (tanh) or logits (B, n, A)."""
+        h = self.hidden_states(states, actions, returns_to_go, timesteps)[:, :, 1]  # (B, n, d)
+        out = self.action_head(h)
+        return torch.tanh(out) if self.config.action_type == "continuous" else out
+
+    def forward(self, batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
+        """Batch keys: observation.state (B, K, S), action, return_to_go (B, K) (unscaled),
+        timestep (B, K) long, mask (B, K) bool (True = real step; padding only at the end)."""
+        out = self.action_outputs(batch[STATE_KEY], batch["action"], batch["return_to_go"],
+                                  batch["timestep"])
+        mask = batch.get("mask", torch.ones(out.shape[:2], dtype=torch.bool))
+        if self.config.action_type == "continuous":
+            per = (out - batch["action"]).pow(2).mean(-1)
+        else:
+            per = F.cross_entropy(out.transpose(1, 2), batch["action"], reduction="none")
+        loss = (per * mask).sum() / mask.sum().clamp_min(1)
+        return loss, {"loss": float(loss.detach())}
+
+    # -- rollout interface ---------------------------------------------------------------------
+    def reset(self, target_return: float | Tensor = 0.0) -> None:
+        """Start an episode with return-to-go ``target_return`` (scalar or (B,))."""
+        self._target = torch.as_tensor(target_return, dtype=torch.float32)
+        self._hist: dict[str, list[Tensor]] = {"s": [], "a": [], "r": []}
+
+    @torch.no_grad()
+    def select_action(self, batch: dict[str, Tensor]) -> Tensor:
+        """One control step. ``batch``: observation.state (B, S) and, after the first step,
+        ``reward`` (B,) of the previous step (RTG_{t+1} = RTG_t - r_t). Returns (B, A) or (B,)."""
+        s = torch.as_tensor(batch[STATE_KEY], dtype=torch.float32)
+        b = s.shape[0]
+        if self._hist["r"]:
+            if "reward" not in batch:
+                raise ValueError("batch must contain 'reward' of the previous step after step 0")
+            rtg = self._hist["r"][-1] - torch.as_tensor(batch["reward"], dtype=torch.float32)
+        else:
+            rtg = self._target.expand(b).clone()
+        self._hist["s"].append(s)
+        self._hist["r"].append(rtg)
+        if self.config.action_type == "continuous":
+            self._hist["a"].append(torch.zeros(b, self.config.action_dim))
+        else:
+            self._hist["a"].append(torch.zeros(b, dtype=torch.long))
+        t = len(self._hist["s"])
+        lo = max(0, t - self.config.context_len)
+        states = torch.stack(self._hist["s"][lo:], 1)
+        actions = torch.stack(self._hist["a"][lo:], 1)
+        rtgs = torch.stack(self._hist["r"][lo:], 1)
+        steps = torch.arange(lo, t).clamp_max(self.config.max_ep_len - 1).expand(b, -1)
+        out = self.action_outputs(states, actions, rtgs, steps)[:, -1]
+        action = out if self.config.action_type == "continuous" else out.argmax(-1)
+        self._hist["a"][-1] = action
+        return action
+
+    def predict_action_chunk(self, batch: dict[str, Tensor]) -> Tensor:
+        """DT predicts one action per step: a chunk of size 1 (B, 1, ...)."""
+        return self.select_action(batch)[:, None]
+
+    def save(self, path: str) -> None:
+        from transformer_math.robotics.policies.base import save_policy
+
+        save_policy(self, path)
