@@ -149,13 +149,9 @@ def _regex(pattern: str | None) -> str | None:
 
 
 def _stdout() -> Console:
-    import shutil
+    from transformer_math.report.table import stdout_console
 
-    from rich.console import Console
-
-    # Piped output (CI logs, files) gets a wide page instead of rich's 80-column default.
-    width = None if sys.stdout.isatty() else max(shutil.get_terminal_size((160, 24)).columns, 160)
-    return Console(highlight=False, width=width)
+    return stdout_console()
 
 
 def _stderr() -> Console:

@@ -116,10 +116,11 @@ def _draw(report: dict[str, Any], path: Path) -> None:
 
 
 def _print_table(report: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    from transformer_math.report.table import stdout_console
+
+    console = stdout_console()
     table = Table(title=f"RoPE {report['rope_type']} (head_dim {report['head_dim']}, rotary "
                   f"{report['rotary_dim']}, base {report['base']:g}); L_train "
                   f"{report['train_len']} -> L_test {report['seq_len']}")

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rich import box
-from rich.console import Group, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.json import JSON
 from rich.panel import Panel
 from rich.table import Table
@@ -29,6 +29,16 @@ VERDICT_STYLES: dict[str, str] = {
     "failed": "bold red",
     "cited": "bold blue",
 }
+
+
+def stdout_console() -> Console:
+    """A rich console for standard output; piped output (CI logs, files) gets a 160-column page
+    instead of rich's 80-column default, so tables are not squeezed."""
+    import shutil
+    import sys
+
+    width = None if sys.stdout.isatty() else max(shutil.get_terminal_size((160, 24)).columns, 160)
+    return Console(highlight=False, width=width)
 
 
 def format_value(value: Any, *, max_items: int = 4, max_chars: int = 48) -> str:
