@@ -1,0 +1,156 @@
+"""Train one linear self-attention layer on in-context linear regression; compare with GD.
+
+Setup (von Oswald et al. 2023, §4 and FACTS.md): d = 10, N = 10, x ~ U(-1, 1)^d, w ~ N(0, I), no
+noise; tokens [x_j, y_j] and query [x_q, 0]; one LSA layer (full W_K, W_Q, W_V, P) trained with
+Adam (lr 1e-3, batch 2048, 5000 steps) on 1/2 (y_hat - y_q)^2 with y_hat = -h[-1, -1].
+
+The baseline is ONE step of GD from w_0 = 0 on 1/(2N) sum (w^T x_i - y_i)^2 with eta found by an
+exact line search on a separate batch. Metrics on a fixed evaluation batch (000 §8.3.6 "ICL =
+梯度下降"): cosine similarity of the input sensitivities d(y_hat)/d(x_q) of the model (autograd)
+and of GD ((eta/N) X^T y), the L2 distance of those sensitivities, the root-mean-square
+difference of the predictions, both losses, and the learned step eta_model = N tr(A)/d where A
+is the model's preconditioner of sum_i y_i x_i (``LinearSelfAttention.label_preconditioner``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from transformer_math.data.regression import sample_regression
+from transformer_math.nn.linear_self_attention import LinearSelfAttention, regression_tokens
+from transformer_math.theory.icl_baselines import gd_predict, line_search_gd_eta
+
+
+@dataclass(frozen=True)
+class ICLGDConfig:
+    dim: int = 10
+    num_context: int = 10
+    x_range: float = 1.0
+    batch_size: int = 2048
+    steps: int = 5000
+    lr: float = 1e-3
+    init_std: float = 0.02
+    eval_batch: int = 4096
+    eval_every: int = 250
+    seed: int = 0
+
+    @staticmethod
+    def tiny(seed: int = 0) -> ICLGDConfig:
+        return ICLGDConfig(
+            dim=3,
+            num_context=10,
+            batch_size=512,
+            steps=600,
+            lr=1e-2,
+            eval_batch=1024,
+            eval_every=100,
+            seed=seed,
+        )
+
+    @staticmethod
+    def default(seed: int = 0) -> ICLGDConfig:
+        return ICLGDConfig(seed=seed)
+
+    @staticmethod
+    def large(seed: int = 0) -> ICLGDConfig:
+        return ICLGDConfig(
+            steps=20000, batch_size=4096, eval_batch=16384, eval_every=1000, seed=seed
+        )
+
+
+@dataclass(frozen=True)
+class ICLGDResult:
+    config: ICLGDConfig
+    steps: list[int]
+    model_loss: list[float]
+    gd_loss: float
+    cosine: list[float]  # mean cosine of d(y_hat)/d(x_q), model vs GD, per evaluation
+    sensitivity_l2: list[float]
+    prediction_rms: list[float]  # root-mean-square difference of model and GD predictions
+    eta_gd: float
+    eta_model: list[float]
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def final_cosine(self) -> float:
+        return self.cosine[-1]
+
+
+def _sample(cfg: ICLGDConfig, batch: int, g: torch.Generator):
+    data = sample_regression(
+        batch,
+        cfg.num_context + 1,
+        cfg.dim,
+        generator=g,
+        x_distribution="uniform",
+        x_range=cfg.x_range,
+    )
+    return data.split_query()
+
+
+def _evaluate(model: LinearSelfAttention, x, y, xq, yq, eta_gd: float, n: int):
+    xq = xq.clone().requires_grad_(True)
+    pred = model.predict(regression_tokens(x, y, xq))
+    (grad_model,) = torch.autograd.grad(pred.sum(), xq)
+    grad_gd = eta_gd / n * torch.einsum("bnd,bn->bd", x, y)  # d/dx_q of (eta/N) x_q^T X^T y
+    cosine = torch.nn.functional.cosine_similarity(grad_model, grad_gd, dim=-1).mean()
+    gd_pred = gd_predict(x, y, xq.detach(), eta_gd)
+    pred = pred.detach()
+    return (
+        float(0.5 * ((pred - yq) ** 2).mean()),
+        float(cosine),
+        float((grad_model - grad_gd).norm(dim=-1).mean()),
+        float(((pred - gd_pred) ** 2).mean().sqrt()),
+    )
+
+
+def run(config: ICLGDConfig, progress: Callable[[float], None] | None = None) -> ICLGDResult:
+    """Train and evaluate; deterministic given ``config.seed`` (no global RNG is touched)."""
+    start = time.perf_counter()
+    g = torch.Generator().manual_seed(config.seed)
+    n = config.num_context
+    x_ls, y_ls, xq_ls, yq_ls = _sample(config, config.eval_batch, g)
+    eta_gd = line_search_gd_eta(x_ls, y_ls, xq_ls, yq_ls)
+    x_ev, y_ev, xq_ev, yq_ev = _sample(config, config.eval_batch, g)
+    gd_loss = float(0.5 * ((gd_predict(x_ev, y_ev, xq_ev, eta_gd) - yq_ev) ** 2).mean())
+    model = LinearSelfAttention(config.dim + 1, 1, init_std=config.init_std, generator=g)
+    opt = torch.optim.Adam(model.parameters(), lr=config.lr)
+    steps, losses, cosines, sens, preds, etas = [], [], [], [], [], []
+
+    def record(step: int) -> None:
+        loss, cos, s_l2, p_l2 = _evaluate(model, x_ev, y_ev, xq_ev, yq_ev, eta_gd, n)
+        steps.append(step)
+        losses.append(loss)
+        cosines.append(cos)
+        sens.append(s_l2)
+        preds.append(p_l2)
+        etas.append(float(n * torch.trace(model.label_preconditioner()) / config.dim))
+
+    record(0)
+    for step in range(1, config.steps + 1):
+        x, y, xq, yq = _sample(config, config.batch_size, g)
+        loss = 0.5 * ((model.predict(regression_tokens(x, y, xq)) - yq) ** 2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if step % config.eval_every == 0 or step == config.steps:
+            record(step)
+            if progress is not None:
+                progress(step / config.steps)
+    return ICLGDResult(
+        config,
+        steps,
+        losses,
+        gd_loss,
+        cosines,
+        sens,
+        preds,
+        eta_gd,
+        etas,
+        time.perf_counter() - start,
+    )

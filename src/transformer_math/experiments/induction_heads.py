@@ -1,0 +1,207 @@
+"""Induction heads form in a 2-layer attention-only model, with a phase change; not in 1 layer.
+
+Olsson et al. 2022; setup of FACTS.md (sizing measured on this kind of machine): 2-layer
+attention-only pre-LN transformer, d_model 64, 4 heads, RoPE; vocab 128, length 64; each sequence
+is 0-8 random tokens then a random segment of length U[8, 24] repeated to the end; AdamW 1e-3
+(betas 0.9/0.98), 100 warm-up steps, batch 32, 2000 steps. A 1-layer model with the same recipe
+is the control.
+
+Measured every ``eval_every`` steps on fixed probes: per-head previous-token and induction scores
+(``diagnostics.icl_scores``) on random sequences of ``probe_half_len`` tokens repeated twice; the
+in-context loss (mean next-token loss on the second copy of the probe); the ICL score (loss at a
+late minus loss at an early position on held-out training-distribution sequences).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from transformer_math.data.induction import repeated_random_sequence, repeated_segment_batch
+from transformer_math.diagnostics.icl_scores import (
+    in_context_learning_score,
+    induction_score,
+    previous_token_score,
+)
+from transformer_math.nn.icl_gpt import AttentionOnlyConfig, AttentionOnlyTransformer
+
+
+@dataclass(frozen=True)
+class InductionHeadsConfig:
+    vocab_size: int = 128
+    d_model: int = 64
+    num_heads: int = 4
+    seq_len: int = 64
+    max_prefix: int = 8
+    min_segment: int = 8
+    max_segment: int = 24
+    batch_size: int = 32
+    steps: int = 2000
+    lr: float = 1e-3
+    warmup: int = 100
+    eval_every: int = 25
+    probe_half_len: int = 24
+    probe_batch: int = 64
+    icl_early: int = 4
+    icl_late: int = 60
+    control_layers: int = 1
+    seed: int = 0
+
+    @staticmethod
+    def tiny(seed: int = 0) -> InductionHeadsConfig:
+        return InductionHeadsConfig(
+            vocab_size=32,
+            d_model=32,
+            num_heads=2,
+            seq_len=32,
+            max_prefix=2,
+            min_segment=4,
+            max_segment=10,
+            batch_size=32,
+            steps=500,
+            lr=3e-3,
+            warmup=30,
+            eval_every=25,
+            probe_half_len=10,
+            probe_batch=32,
+            icl_early=3,
+            icl_late=28,
+            seed=seed,
+        )
+
+    @staticmethod
+    def default(seed: int = 0) -> InductionHeadsConfig:
+        return InductionHeadsConfig(seed=seed)
+
+    @staticmethod
+    def large(seed: int = 0) -> InductionHeadsConfig:
+        return InductionHeadsConfig(
+            d_model=128,
+            num_heads=8,
+            vocab_size=256,
+            seq_len=128,
+            max_segment=48,
+            steps=5000,
+            eval_every=50,
+            probe_half_len=48,
+            icl_late=124,
+            seed=seed,
+        )
+
+
+@dataclass(frozen=True)
+class TrainingCurves:
+    """Curves of one model; scores are per layer, per head: [eval][layer][head]."""
+
+    num_layers: int
+    steps: list[int]
+    previous_token: list[list[list[float]]]
+    induction: list[list[list[float]]]
+    in_context_loss: list[float]
+    icl_score: list[float]
+    train_loss: list[float]
+
+    def max_induction(self, layer: int | None = None) -> list[float]:
+        """Best head's induction score per evaluation (in ``layer``, or in any layer)."""
+        layers = range(self.num_layers) if layer is None else [layer]
+        return [max(max(scores[i]) for i in layers) for scores in self.induction]
+
+    def max_previous_token(self, layer: int) -> list[float]:
+        return [max(scores[layer]) for scores in self.previous_token]
+
+    def first_crossing(self, values: list[float], threshold: float) -> int | None:
+        for step, v in zip(self.steps, values, strict=True):
+            if v >= threshold:
+                return step
+        return None
+
+    def steepest_loss_drop(self) -> int:
+        """Step ending the largest decrease of the in-context loss between two evaluations."""
+        drops = [
+            a - b for a, b in zip(self.in_context_loss, self.in_context_loss[1:], strict=False)
+        ]
+        return self.steps[1 + max(range(len(drops)), key=drops.__getitem__)]
+
+
+@dataclass(frozen=True)
+class InductionHeadsResult:
+    config: InductionHeadsConfig
+    two_layer: TrainingCurves
+    control: TrainingCurves
+    seconds: float
+
+
+def _train(config: InductionHeadsConfig, num_layers: int, progress, offset: float, share: float):
+    g = torch.Generator().manual_seed(config.seed * 7919 + num_layers)
+    model = AttentionOnlyTransformer(
+        AttentionOnlyConfig(config.vocab_size, config.d_model, config.num_heads, num_layers),
+        generator=g,
+    )
+    g_probe = torch.Generator().manual_seed(10_000 + config.seed)
+    probe = repeated_random_sequence(
+        config.probe_batch, config.probe_half_len, config.vocab_size, generator=g_probe
+    )
+    held_out = repeated_segment_batch(
+        config.probe_batch,
+        config.seq_len,
+        config.vocab_size,
+        generator=g_probe,
+        max_prefix=config.max_prefix,
+        min_segment=config.min_segment,
+        max_segment=config.max_segment,
+    )
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=(0.9, 0.98))
+    steps, prev, ind, icl_loss, icl_score, train_loss = [], [], [], [], [], []
+    recent: list[float] = []
+
+    def evaluate(step: int) -> None:
+        model.eval()
+        with torch.no_grad():
+            loss, weights = model.next_token_loss(probe)  # (B, 2L-1)
+            held_loss, _ = model.next_token_loss(held_out)
+        model.train()
+        half = config.probe_half_len
+        steps.append(step)
+        prev.append([previous_token_score(w).tolist() for w in weights])
+        ind.append([induction_score(w, half).tolist() for w in weights])
+        icl_loss.append(float(loss[:, half:].mean()))  # predictions of second-copy tokens
+        icl_score.append(in_context_learning_score(held_loss, config.icl_early, config.icl_late))
+        train_loss.append(sum(recent) / len(recent) if recent else float("nan"))
+        recent.clear()
+
+    evaluate(0)
+    for step in range(1, config.steps + 1):
+        for group in opt.param_groups:
+            group["lr"] = config.lr * min(1.0, step / config.warmup)
+        tokens = repeated_segment_batch(
+            config.batch_size,
+            config.seq_len,
+            config.vocab_size,
+            generator=g,
+            max_prefix=config.max_prefix,
+            min_segment=config.min_segment,
+            max_segment=config.max_segment,
+        )
+        loss = model.next_token_loss(tokens)[0].mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        recent.append(float(loss.detach()))
+        if step % config.eval_every == 0 or step == config.steps:
+            evaluate(step)
+            if progress is not None:
+                progress(offset + share * step / config.steps)
+    return TrainingCurves(num_layers, steps, prev, ind, icl_loss, icl_score, train_loss)
+
+
+def run(
+    config: InductionHeadsConfig, progress: Callable[[float], None] | None = None
+) -> InductionHeadsResult:
+    """Train the 2-layer model and the ``control_layers``-layer control; deterministic."""
+    start = time.perf_counter()
+    two = _train(config, 2, progress, 0.0, 0.6)
+    control = _train(config, config.control_layers, progress, 0.6, 0.4)
+    return InductionHeadsResult(config, two, control, time.perf_counter() - start)

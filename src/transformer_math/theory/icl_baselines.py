@@ -1,0 +1,155 @@
+"""Baseline in-context regressors: OLS, ridge, GD, dMMSE, k-NN and averaging.
+
+Shapes: context x (B, n, d), y (B, n); query x_query (B, d); predictions (B,). Every function
+accepts an empty context (n = 0), where it returns the prior prediction.
+
+- OLS: minimum-norm least squares w = X^+ y (Garg et al. 2022 "least squares").
+- Ridge: w = (X^T X + lambda I)^{-1} X^T y. With w ~ N(0, tau^2 I) and noise variance sigma^2 it
+  is the posterior mean, hence Bayes optimal, for lambda = sigma^2 / tau^2 (Raventos et al. 2023
+  use lambda = 0.25 with tau = 1).
+- GD: k steps of w <- w - eta (1/n) X^T (X w - y) from 0; the line-searched step minimises the
+  squared error of the one-step prediction over a set of prompts (von Oswald et al. 2023).
+- dMMSE: posterior mean under the discrete uniform prior over a task pool {w_m} (Raventos et al.
+  2023): p(m | D) ~ exp(-sum_i (y_i - w_m^T x_i)^2 / (2 sigma^2)), y_hat = sum_m p(m | D) w_m^T x_q.
+  Computed in batch chunks so that B x n x M never sits in memory at once.
+- k-NN: mean label of the k nearest context inputs (Garg et al. 2022 use k = 3).
+- Averaging: y_hat = x_q^T (1/n) sum_i y_i x_i (Garg et al. 2022).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+PredictFn = Callable[[Tensor, Tensor, Tensor], Tensor]
+
+
+def _check(x: Tensor, y: Tensor, x_query: Tensor) -> None:
+    if x.dim() != 3:
+        raise ValueError(f"x must have shape (batch, n, d), got {tuple(x.shape)}")
+    b, n, d = x.shape
+    if y.shape != (b, n):
+        raise ValueError(f"y must have shape ({b}, {n}), got {tuple(y.shape)}")
+    if x_query.shape != (b, d):
+        raise ValueError(f"x_query must have shape ({b}, {d}), got {tuple(x_query.shape)}")
+
+
+def _apply(w: Tensor, x_query: Tensor) -> Tensor:
+    return (x_query * w).sum(-1)
+
+
+def ols_weights(x: Tensor, y: Tensor) -> Tensor:
+    """Minimum-norm least-squares solution X^+ y, shape (B, d)."""
+    if x.shape[1] == 0:
+        return torch.zeros(x.shape[0], x.shape[2], dtype=x.dtype)
+    return (torch.linalg.pinv(x) @ y.unsqueeze(-1)).squeeze(-1)
+
+
+def ols_predict(x: Tensor, y: Tensor, x_query: Tensor) -> Tensor:
+    _check(x, y, x_query)
+    return _apply(ols_weights(x, y), x_query)
+
+
+def ridge_weights(x: Tensor, y: Tensor, lam: float) -> Tensor:
+    """(X^T X + lam I)^{-1} X^T y, shape (B, d); ``lam`` must be > 0."""
+    if not lam > 0:
+        raise ValueError(f"lam must be > 0 (use ols_weights for lam = 0), got {lam}")
+    d = x.shape[-1]
+    gram = x.transpose(1, 2) @ x + lam * torch.eye(d, dtype=x.dtype)
+    return torch.linalg.solve(gram, (x.transpose(1, 2) @ y.unsqueeze(-1))).squeeze(-1)
+
+
+def ridge_predict(x: Tensor, y: Tensor, x_query: Tensor, lam: float) -> Tensor:
+    _check(x, y, x_query)
+    return _apply(ridge_weights(x, y, lam), x_query)
+
+
+def gd_predict(x: Tensor, y: Tensor, x_query: Tensor, eta: float, num_steps: int = 1) -> Tensor:
+    """Prediction of w_k after ``num_steps`` GD steps on 1/(2n) |X w - y|^2 from w_0 = 0."""
+    _check(x, y, x_query)
+    n = max(x.shape[1], 1)
+    w = torch.zeros(x.shape[0], x.shape[2], dtype=x.dtype)
+    for _ in range(num_steps):
+        residual = (x @ w.unsqueeze(-1)).squeeze(-1) - y
+        w = w - eta * (x.transpose(1, 2) @ residual.unsqueeze(-1)).squeeze(-1) / n
+    return _apply(w, x_query)
+
+
+def line_search_gd_eta(x: Tensor, y: Tensor, x_query: Tensor, y_query: Tensor) -> float:
+    """The eta minimising sum_b (eta s_b - y_q,b)^2 with s = x_q^T X^T y / n (one GD step).
+
+    Exact line search on the batch: eta* = sum(s y_q) / sum(s^2).
+    """
+    _check(x, y, x_query)
+    s = gd_predict(x, y, x_query, eta=1.0, num_steps=1)
+    return float((s * y_query).sum() / (s * s).sum())
+
+
+def dmmse_posterior(
+    x: Tensor, y: Tensor, task_pool: Tensor, noise_var: float, *, max_elements: int = 4_000_000
+) -> Tensor:
+    """Posterior over the M pool tasks given the context, shape (B, M) (uniform prior).
+
+    log p(m | D) = -sum_i (y_i - w_m^T x_i)^2 / (2 sigma^2) + const; softmax over m. Batch rows
+    are processed in chunks of at most ``max_elements`` residuals (B_chunk * n * M).
+    """
+    if not noise_var > 0:
+        raise ValueError(f"noise_var must be > 0 for the dMMSE posterior, got {noise_var}")
+    if task_pool.dim() != 2 or task_pool.shape[1] != x.shape[-1]:
+        raise ValueError(
+            f"task_pool must have shape (M, {x.shape[-1]}), got {tuple(task_pool.shape)}"
+        )
+    b, n, _ = x.shape
+    m = task_pool.shape[0]
+    pool = task_pool.to(x.dtype)
+    chunk = max(1, max_elements // max(1, n * m))
+    out = []
+    for start in range(0, b, chunk):
+        xs, ys = x[start : start + chunk], y[start : start + chunk]
+        residual = ys.unsqueeze(-1) - xs @ pool.T  # (b_c, n, M)
+        log_post = -(residual**2).sum(1) / (2 * noise_var)  # (b_c, M)
+        out.append(torch.softmax(log_post, dim=-1))
+    return torch.cat(out)
+
+
+def dmmse_predict(
+    x: Tensor, y: Tensor, x_query: Tensor, task_pool: Tensor, noise_var: float
+) -> Tensor:
+    """Posterior-mean prediction sum_m p(m | D) w_m^T x_q (Raventos et al. 2023)."""
+    _check(x, y, x_query)
+    posterior = dmmse_posterior(x, y, task_pool, noise_var)  # (B, M)
+    task_predictions = x_query @ task_pool.to(x.dtype).T  # (B, M)
+    return (posterior * task_predictions).sum(-1)
+
+
+def knn_predict(x: Tensor, y: Tensor, x_query: Tensor, k: int = 3) -> Tensor:
+    """Mean label of the k nearest context inputs (all of them when n < k; 0 when n = 0)."""
+    _check(x, y, x_query)
+    if k <= 0:
+        raise ValueError(f"k must be positive, got {k}")
+    n = x.shape[1]
+    if n == 0:
+        return torch.zeros(x.shape[0], dtype=x.dtype)
+    dist = ((x - x_query.unsqueeze(1)) ** 2).sum(-1)  # (B, n)
+    index = dist.topk(min(k, n), dim=-1, largest=False).indices
+    return y.gather(1, index).mean(-1)
+
+
+def averaging_predict(x: Tensor, y: Tensor, x_query: Tensor) -> Tensor:
+    """y_hat = x_q^T (1/n) sum_i y_i x_i (0 for an empty context)."""
+    _check(x, y, x_query)
+    return gd_predict(x, y, x_query, eta=1.0, num_steps=1)
+
+
+def prefix_predictions(predict: PredictFn, x: Tensor, y: Tensor) -> Tensor:
+    """Predict y_i from the first i - 1 pairs, for every i: (B, K) (the autoregressive setting).
+
+    ``predict(x_context, y_context, x_query)``; position 0 gets the empty-context prediction.
+    """
+    if x.dim() != 3 or y.shape != x.shape[:2]:
+        raise ValueError(
+            f"x (B, K, d) and y (B, K) expected, got {tuple(x.shape)}, {tuple(y.shape)}"
+        )
+    return torch.stack([predict(x[:, :i], y[:, :i], x[:, i]) for i in range(x.shape[1])], dim=1)
