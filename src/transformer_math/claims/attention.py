@@ -72,10 +72,6 @@ SEED_004 = "004 Self-Attention机制"
 # ---------------------------------------------------------------------------------------------
 
 
-def _by_size(ctx: Context, tiny: T, default: T, large: T) -> T:
-    return {Size.TINY: tiny, Size.DEFAULT: default, Size.LARGE: large}[ctx.size]
-
-
 def _single_threaded(check: Callable[..., Evidence]) -> Callable[..., Evidence]:
     """Run a check with one intra-op thread (restored afterwards).
 
@@ -228,7 +224,7 @@ def check_sqrt_dk_variance(ctx: Context, *, scale: str = "sqrt_dk") -> Evidence:
     token is independent of the key of another.
     """
     gen = ctx.generator(101)
-    samples = _by_size(ctx, 4_000, 20_000, 200_000)
+    samples = ctx.pick(4_000, 20_000, 200_000)
     n_sigma = 5.0
     notes: list[str] = []
     details: dict[str, Any] = {"samples": samples, "scale": scale}
@@ -393,7 +389,7 @@ def check_softmax_saturation(ctx: Context, *, scale: str = "sqrt_dk") -> Evidenc
     """
     gen = ctx.generator(202)
     d_k, n_keys = 512, 16
-    rows = _by_size(ctx, 64, 256, 4096)
+    rows = ctx.pick(64, 256, 4096)
     q = _randn(rows, 1, 1, d_k, generator=gen)
     k = _randn(rows, 1, n_keys, d_k, generator=gen)
     v = _randn(rows, 1, n_keys, 4, generator=gen)
@@ -515,7 +511,7 @@ def check_row_stochastic(ctx: Context, *, mask: str = "before-softmax") -> Evide
     """
     gen = ctx.generator(303)
     d, n = 8, 12
-    batch = _by_size(ctx, 1, 2, 4)
+    batch = ctx.pick(1, 2, 4)
     module = _build_mha(d, 1, gen, dtype=torch.float32, backend="reference")
     x = torch.randn(batch, n, d, generator=gen)
     with torch.no_grad():
@@ -619,7 +615,7 @@ def check_permutation_equivariance(ctx: Context, *, position: str = "none") -> E
     if position not in ("none", "sinusoidal"):
         raise ValueError(f"position must be 'none' or 'sinusoidal', got {position!r}")
     gen = ctx.generator(404)
-    d, heads, n = 16, 4, _by_size(ctx, 8, 10, 32)
+    d, heads, n = 16, 4, ctx.pick(8, 10, 32)
     batch = 2
     ref = _build_mha(d, heads, gen, backend="reference")
     fused = _build_mha(d, heads, gen, backend="sdpa")
@@ -695,7 +691,7 @@ def check_causal_mask(ctx: Context, *, mask: str = "before-softmax") -> Evidence
     if mask not in ("before-softmax", "after-softmax"):
         raise ValueError(f"mask must be 'before-softmax' or 'after-softmax', got {mask!r}")
     gen = ctx.generator(505)
-    d, heads, n = 16, 2, _by_size(ctx, 8, 12, 32)
+    d, heads, n = 16, 2, ctx.pick(8, 12, 32)
     batch = 2
     ref = _build_mha(d, heads, gen, dtype=torch.float32, backend="reference")
     fused = _build_mha(d, heads, gen, dtype=torch.float32, backend="sdpa")
@@ -840,7 +836,7 @@ def check_asymmetry(ctx: Context, *, normalization: str = "row") -> Evidence:
     if normalization not in ("row", "none"):
         raise ValueError(f"normalization must be 'row' or 'none', got {normalization!r}")
     gen = ctx.generator(606)
-    d, heads, n = 16, 2, _by_size(ctx, 6, 8, 16)
+    d, heads, n = 16, 2, ctx.pick(6, 8, 16)
     module = _build_mha(d, heads, gen, bias=False, backend="reference")
     untied_asym = 0.0
     x = _randn(1, n, d, generator=gen)
@@ -927,7 +923,7 @@ def check_low_rank_bottleneck(ctx: Context, *, scale: str = "module") -> Evidenc
         raise ValueError(f"scale must be 'module' or 'sqrt_d', got {scale!r}")
     gen = ctx.generator(707)
     d, heads = 64, 8
-    n = _by_size(ctx, 32, 64, 128)
+    n = ctx.pick(32, 64, 128)
     d_k = d // heads
     module = _build_mha(d, heads, gen, backend="reference")
     big = _build_mha(d, 1, gen, backend="reference")
@@ -1154,7 +1150,7 @@ def check_not_globally_lipschitz(ctx: Context, *, l2_keys: str = "tied") -> Evid
         f"L2 ({l2_keys} W_K)": (l2, _kim_path(base, w_q, w_k if l2_w_k is not None else w_q)),
         "dot-product on LayerNorm(X)": (normed, _kim_path(base, w_q, w_k)),
     }
-    points = _by_size(ctx, 7, 11, 16)
+    points = ctx.pick(7, 11, 16)
     grid = [10.0 ** (2.5 * i / (points - 1)) for i in range(points)]  # 1 .. ~316
     top = [c for c in grid if c >= 50.0]
     norms: dict[str, list[float]] = {}
@@ -1239,7 +1235,7 @@ def check_stable_softmax(ctx: Context, *, softmax: str = "stable") -> Evidence:
         raise ValueError(f"softmax must be one of {sorted(_SOFTMAXES)}, got {softmax!r}")
     fn = _SOFTMAXES[softmax]
     gen = ctx.generator(909)
-    rows, n = _by_size(ctx, 16, 64, 512), 32
+    rows, n = ctx.pick(16, 64, 512), 32
     results: dict[str, dict[str, float | int]] = {}
     ok = True
     for dtype, tol in ((torch.float32, 1e-6), (torch.float64, 1e-12)):
@@ -1343,9 +1339,7 @@ def check_complexity_table(ctx: Context, *, heads: str = "split") -> Evidence:
     projection term 8 n d^2, which dominates whenever n < 2 d (reported per setting).
     """
     gen = ctx.generator(1010)
-    settings = _by_size(
-        ctx,
-        [(1, 16, 32, 4), (2, 24, 16, 2)],
+    settings = ctx.pick([(1, 16, 32, 4), (2, 24, 16, 2)],
         [(1, 16, 32, 4), (2, 64, 64, 8), (1, 128, 32, 2), (3, 40, 48, 6)],
         [(1, 16, 32, 4), (2, 64, 64, 8), (1, 128, 32, 2), (3, 40, 48, 6), (1, 512, 128, 8)],
     )
@@ -1438,15 +1432,13 @@ def check_quadratic_cost(ctx: Context, *, attention: str = "reference") -> Evide
     gen = ctx.generator(1111)
     d = 32
     tiny = ctx.size is Size.TINY
-    full_sizes = _by_size(
-        ctx, [256, 512, 1024], [512, 724, 1024, 1448, 2048, 2896],
+    full_sizes = ctx.pick([256, 512, 1024], [512, 724, 1024, 1448, 2048, 2896],
         [512, 724, 1024, 1448, 2048, 2896, 4096],
     )
-    linear_sizes = _by_size(
-        ctx, [1024, 2048, 4096], [2048, 4096, 8192, 16384, 32768],
+    linear_sizes = ctx.pick([1024, 2048, 4096], [2048, 4096, 8192, 16384, 32768],
         [2048, 4096, 8192, 16384, 32768, 65536],
     )
-    repeats = _by_size(ctx, 3, 5, 9)
+    repeats = ctx.pick(3, 5, 9)
 
     def make_call(backend: str, batch_heads: int) -> Callable[[int], Callable[[], Any]]:
         def build(n: int) -> Callable[[], Any]:

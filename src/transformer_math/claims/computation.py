@@ -177,12 +177,9 @@ def check_parity_margin(ctx: Context, gain: float | None = None) -> Evidence:
     ),
 )
 def check_parity(ctx: Context, scratchpad: str = "running_parity") -> Evidence:
-    presets = {
-        Size.TINY: parity_scratchpad.ParityScratchpadConfig.tiny,
-        Size.DEFAULT: parity_scratchpad.ParityScratchpadConfig.default,
-        Size.LARGE: parity_scratchpad.ParityScratchpadConfig.large,
-    }
-    cfg = presets[ctx.size](seed=ctx.seed, arms=("none", scratchpad))
+    cfg = ctx.preset(parity_scratchpad.ParityScratchpadConfig)(
+        seed=ctx.seed, arms=("none", scratchpad)
+    )
     res = parity_scratchpad.run(cfg, progress=ctx.report_progress)
     big_l = cfg.train_max_len
     direct = res.arms["none"].accuracy_by_length

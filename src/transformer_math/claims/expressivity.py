@@ -124,12 +124,9 @@ def check_no_position_equivariant(ctx: Context, positions: str = "none") -> Evid
 )
 def check_no_position_fit(ctx: Context, no_position_arm: str = "none") -> Evidence:
     arms = (no_position_arm, "learned")
-    presets = {
-        Size.TINY: position_equivariance.PositionEquivarianceConfig.tiny,
-        Size.DEFAULT: position_equivariance.PositionEquivarianceConfig.default,
-        Size.LARGE: position_equivariance.PositionEquivarianceConfig.large,
-    }
-    cfg = presets[ctx.size](seed=ctx.seed, arms=tuple(dict.fromkeys(arms)))
+    cfg = ctx.preset(position_equivariance.PositionEquivarianceConfig)(
+        seed=ctx.seed, arms=tuple(dict.fromkeys(arms))
+    )
     res = position_equivariance.run(cfg, progress=ctx.report_progress)
     acc_free = res.results[no_position_arm].eval_accuracy
     acc_pos = res.results["learned"].eval_accuracy
@@ -184,12 +181,7 @@ def check_no_position_fit(ctx: Context, no_position_arm: str = "none") -> Eviden
     ),
 )
 def check_component_ablation(ctx: Context, task: str = "context_lookup") -> Evidence:
-    presets = {
-        Size.TINY: component_ablation.ComponentAblationConfig.tiny,
-        Size.DEFAULT: component_ablation.ComponentAblationConfig.default,
-        Size.LARGE: component_ablation.ComponentAblationConfig.large,
-    }
-    cfg = presets[ctx.size](seed=ctx.seed, task=task)
+    cfg = ctx.preset(component_ablation.ComponentAblationConfig)(seed=ctx.seed, task=task)
     res = component_ablation.run(cfg, progress=ctx.report_progress)
     acc = {k: v.eval_accuracy for k, v in res.results.items()}
     ffn = max(v for k, v in acc.items() if k.startswith("ffn_only"))

@@ -21,7 +21,6 @@ from transformer_math.claims.registry import (
     Falsifier,
     Figure,
     Series,
-    Size,
     Tier,
     agreement,
     claim,
@@ -43,9 +42,7 @@ SOURCE = "000 §8.3.6"
 
 
 def _preset(cls: Any, ctx: Context) -> Any:
-    return {Size.TINY: cls.tiny, Size.DEFAULT: cls.default, Size.LARGE: cls.large}[ctx.size](
-        ctx.seed
-    )
+    return ctx.preset(cls)(ctx.seed)
 
 
 _results: dict[Any, Any] = {}  # memo: (run function, frozen config) -> result

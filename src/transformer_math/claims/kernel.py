@@ -478,12 +478,7 @@ def check_deepsets_vs_set_transformer(ctx: Context, shuffle_labels: bool = False
         run,
     )
 
-    presets = {
-        Size.TINY: DeepSetsVsSetTransformerConfig.tiny,
-        Size.DEFAULT: DeepSetsVsSetTransformerConfig.default,
-        Size.LARGE: DeepSetsVsSetTransformerConfig.large,
-    }
-    cfg = replace(presets[ctx.size](), seed=ctx.seed)
+    cfg = replace(ctx.preset(DeepSetsVsSetTransformerConfig)(), seed=ctx.seed)
     cfg = replace(cfg, shuffle_labels=shuffle_labels)
     result = run(cfg, progress=ctx.report_progress)
     acc_ds = result.accuracy["deepsets"]

@@ -543,11 +543,7 @@ _EXPERIMENT_CACHE: dict[tuple[int, str], RopeExtrapolationResult] = {}
 def _experiment(ctx: Context) -> RopeExtrapolationResult:
     key = (ctx.seed, ctx.size.value)
     if key not in _EXPERIMENT_CACHE:
-        preset: Callable[[int], RopeExtrapolationConfig] = {
-            Size.TINY: RopeExtrapolationConfig.tiny,
-            Size.DEFAULT: RopeExtrapolationConfig.default,
-            Size.LARGE: RopeExtrapolationConfig.large,
-        }[ctx.size]
+        preset: Callable[[int], RopeExtrapolationConfig] = ctx.preset(RopeExtrapolationConfig)
         _EXPERIMENT_CACHE[key] = run_extrapolation(preset(ctx.seed), progress=ctx.progress)
     return _EXPERIMENT_CACHE[key]
 

@@ -24,9 +24,11 @@ import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
+
+T = TypeVar("T")
 
 
 class Verdict(StrEnum):
@@ -158,6 +160,15 @@ class Context:
         g = torch.Generator()
         g.manual_seed(self.seed + offset)
         return g
+
+    def pick(self, tiny: T, default: T, large: T) -> T:
+        """The value for this context's size."""
+        return {Size.TINY: tiny, Size.DEFAULT: default, Size.LARGE: large}[self.size]
+
+    def preset(self, config_cls: Any) -> Any:
+        """The preset constructor of an experiment config for this size: ``Config.tiny``,
+        ``Config.default`` or ``Config.large``."""
+        return getattr(config_cls, self.size.value)
 
     def report_progress(self, fraction: float) -> None:
         if self.progress is not None:

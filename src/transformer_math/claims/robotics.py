@@ -21,7 +21,6 @@ from transformer_math.claims.registry import (
     Falsifier,
     Figure,
     Series,
-    Size,
     agreement,
     claim,
 )
@@ -43,8 +42,7 @@ SOURCE = "000 §8.3.8"
 
 
 def _preset(cls: Any, ctx: Context, **overrides: Any) -> Any:
-    base = {Size.TINY: cls.tiny, Size.DEFAULT: cls.default, Size.LARGE: cls.large}[ctx.size]
-    cfg = base(seed=ctx.seed)
+    cfg = ctx.preset(cls)(seed=ctx.seed)
     return cls(**{**cfg.__dict__, **overrides}) if overrides else cfg
 
 
