@@ -1,0 +1,116 @@
+"""Latency of the checkpoint backbone (``checkpoints/model.py``) against Hugging Face
+``transformers`` on the same weights: ratio = t_ours / t_HF (below 1: ours is faster).
+
+Both models are the same random Llama (GQA, default RoPE) or GPT-2, built in the factory and
+loaded into ``CheckpointLM`` through a temporary ``save_pretrained`` directory, float32, CPU, in
+inference mode. Sizes are "small" so that one call takes milliseconds:
+
+- ``checkpoints.llama-forward`` / ``checkpoints.gpt2-forward``: one forward pass over
+  (B, T) = (2, 128) tokens (full logits);
+- ``checkpoints.llama-decode`` / ``checkpoints.gpt2-decode``: greedy generation of 32 new tokens
+  after an 8-token prompt with the KV cache (HF ``generate(do_sample=False)`` with the same
+  number of tokens forced via ``min_new_tokens``); per-token latency is the time / 32.
+
+No target ratio: the numbers are reported (``tmath bench``). ``transformers`` is imported when a
+benchmark is built, not at import time (it is a dev dependency).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from typing import Any
+
+import torch
+
+from transformer_math.bench.harness import Benchmark, benchmark
+from transformer_math.checkpoints.io import from_pretrained
+
+BATCH, SEQ_LEN = 2, 128
+PROMPT_LEN, NEW_TOKENS = 8, 32
+VOCAB = 1024
+
+
+def _reference(family: str) -> Any:
+    import transformers
+
+    torch.manual_seed(0)
+    if family == "llama":
+        cfg = transformers.LlamaConfig(
+            vocab_size=VOCAB, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
+            num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=512,
+            bos_token_id=None, eos_token_id=None, pad_token_id=None)
+        return transformers.LlamaForCausalLM(cfg).eval()
+    cfg = transformers.GPT2Config(vocab_size=VOCAB, n_embd=256, n_layer=4, n_head=8,
+                                  n_positions=512, bos_token_id=None, eos_token_id=None)
+    return transformers.GPT2LMHeadModel(cfg).eval()
+
+
+def _pair(family: str) -> tuple[Any, Any]:
+    hf_model = _reference(family)
+    with tempfile.TemporaryDirectory() as tmp:
+        hf_model.save_pretrained(tmp)
+        ours = from_pretrained(tmp)
+    return hf_model, ours
+
+
+def _forward(family: str) -> Benchmark:
+    hf_model, ours = _pair(family)
+    ids = torch.randint(0, VOCAB, (BATCH, SEQ_LEN), generator=torch.Generator().manual_seed(0))
+
+    def baseline() -> object:
+        with torch.inference_mode():
+            return hf_model(ids).logits
+
+    def candidate() -> object:
+        with torch.inference_mode():
+            return ours(ids)
+
+    return Benchmark(
+        name=f"checkpoints.{family}-forward",
+        description=f"CheckpointLM vs transformers {family}: forward (B, T) = ({BATCH}, "
+        f"{SEQ_LEN}), d 256, 4 layers, float32",
+        baseline=baseline, candidate=candidate, repeats=9, warmup=2,
+    )
+
+
+def _decode(family: str) -> Benchmark:
+    hf_model, ours = _pair(family)
+    prompt = torch.randint(0, VOCAB, (1, PROMPT_LEN), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones_like(prompt)
+
+    def baseline() -> object:
+        with torch.inference_mode():
+            return hf_model.generate(prompt, attention_mask=mask, do_sample=False,
+                                     max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS,
+                                     pad_token_id=0)
+
+    def candidate() -> object:
+        with torch.inference_mode():
+            return ours.generate(prompt, NEW_TOKENS)
+
+    return Benchmark(
+        name=f"checkpoints.{family}-decode",
+        description=f"CheckpointLM vs transformers {family}: greedy cached decoding of "
+        f"{NEW_TOKENS} tokens after {PROMPT_LEN} (per-token = time / {NEW_TOKENS})",
+        baseline=baseline, candidate=candidate, repeats=7, warmup=1,
+    )
+
+
+@benchmark("checkpoints.llama-forward")
+def llama_forward() -> Benchmark:
+    return _forward("llama")
+
+
+@benchmark("checkpoints.gpt2-forward")
+def gpt2_forward() -> Benchmark:
+    return _forward("gpt2")
+
+
+@benchmark("checkpoints.llama-decode")
+def llama_decode() -> Benchmark:
+    return _decode("llama")
+
+
+@benchmark("checkpoints.gpt2-decode")
+def gpt2_decode() -> Benchmark:
+    return _decode("gpt2")

@@ -1,0 +1,141 @@
+"""``tmath inspect PATH``: what a Llama- or GPT-2-format checkpoint directory contains.
+
+Prints, without loading the weights (safetensors headers only):
+- the architecture from ``config.json`` (family, layers, width, heads / KV heads, head dim, FFN
+  width, vocabulary, positions, RoPE type and theta, norm eps, tied head);
+- the parameter count by part (embedding, positions, attention, feed-forward, norms, head),
+  counted from the stored tensor shapes;
+- for RoPE models, the wavelength 2 pi / theta_i of every rotary pair against the context length
+  L: pairs with wavelength > L never complete a rotation within the context, so those
+  low-frequency pairs are the ones that see unseen phases past L (FACTS.md, "RoPE and context
+  extension"; 000 §8.3.3);
+- the Chinchilla view (Hoffmann et al. 2022, Approach 1; ``theory/scaling_laws.py``): the
+  tokens D and FLOPs C = 6 N D for which this N is compute-optimal (~20 tokens per parameter),
+  and the Approach-3 parametric loss L(N, D) there.
+
+Examples::
+
+    tmath inspect ./my-llama
+    tmath inspect ./gpt2 --json
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from transformer_math.checkpoints.io import (
+    config_from_hf,
+    parameter_breakdown_from_shapes,
+    read_config,
+    read_tensor_shapes,
+    rope_wavelengths,
+)
+from transformer_math.theory.scaling_laws import compute_optimal
+
+
+def inspect_checkpoint(path: str | Path) -> dict[str, Any]:
+    """The report of ``tmath inspect`` as a JSON-ready dict (raises on a bad checkpoint)."""
+    raw = read_config(path)
+    c = config_from_hf(raw, str(Path(path) / "config.json"))
+    params = parameter_breakdown_from_shapes(read_tensor_shapes(path))
+    arch: dict[str, Any] = {
+        "family": c.family, "architectures": raw.get("architectures"),
+        "num_layers": c.num_layers, "hidden_size": c.hidden_size, "num_heads": c.num_heads,
+        "num_kv_heads": c.kv_heads, "head_dim": c.dim_per_head,
+        "intermediate_size": c.intermediate_size, "vocab_size": c.vocab_size,
+        "max_position_embeddings": c.max_position_embeddings, "norm_eps": c.norm_eps,
+        "activation": c.activation, "tie_word_embeddings": c.tie_word_embeddings,
+        "dtype": raw.get("dtype", raw.get("torch_dtype")),
+    }
+    report: dict[str, Any] = {"path": str(path), "architecture": arch, "parameters": params}
+    waves = rope_wavelengths(c)
+    if waves is not None:
+        context = c.max_position_embeddings
+        scaling = c.rope_scaling or {}
+        train = int(scaling.get("original_max_position_embeddings", context))
+        arch.update(rope_theta=c.rope_theta, rope_type=scaling.get("rope_type", "default"),
+                    rope_scaling=c.rope_scaling or None)
+        wl = [float(w) for w in waves]
+        report["rope"] = {
+            "context_length": context,
+            "original_context_length": train,
+            "wavelengths": wl,
+            "min_wavelength": min(wl),
+            "max_wavelength": max(wl),
+            "pairs": len(wl),
+            "pairs_longer_than_context": sum(w > context for w in wl),
+            "pairs_longer_than_original_context": sum(w > train for w in wl),
+        }
+    n = float(params["total"])
+    optimum = compute_optimal(params=n, approach="1")
+    loss3 = compute_optimal(params=n, approach="3")
+    report["chinchilla"] = {
+        "params": n,
+        "optimal_tokens": optimum.tokens,
+        "optimal_flops": optimum.flops,
+        "tokens_per_param": optimum.tokens_per_param,
+        "approach": optimum.approach,
+        "approach3_tokens": loss3.tokens,
+        "approach3_loss": loss3.loss,
+    }
+    return report
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def _text(report: dict[str, Any]) -> str:
+    a, p = report["architecture"], report["parameters"]
+    lines = [f"{report['path']}: {a['family']} ({', '.join(a['architectures'] or [])})",
+             f"  layers {a['num_layers']}, width {a['hidden_size']}, heads {a['num_heads']} "
+             f"(kv {a['num_kv_heads']}, head dim {a['head_dim']}), ffn {a['intermediate_size']}, "
+             f"vocab {a['vocab_size']}, positions {a['max_position_embeddings']}, "
+             f"{a['activation']}, eps {a['norm_eps']}, tied head {a['tie_word_embeddings']}"]
+    if "rope" in report:
+        lines.append(f"  rope {a['rope_type']} theta {a['rope_theta']:g} {a['rope_scaling'] or ''}")
+    lines.append("  parameters:")
+    for key in ("embedding", "positions", "attention", "feedforward", "norms", "lm_head",
+                "non_embedding", "total"):
+        share = p[key] / p["total"] if p["total"] else math.nan
+        lines.append(f"    {key:<14}{p[key]:>16,}  {share:6.1%}")
+    if "rope" in report:
+        r = report["rope"]
+        lines.append(
+            f"  rope wavelengths: {_fmt(r['min_wavelength'])} .. {_fmt(r['max_wavelength'])} "
+            f"positions over {r['pairs']} pairs; {r['pairs_longer_than_context']} pair(s) longer "
+            f"than the context {r['context_length']} (never a full turn: the pairs that see "
+            f"unseen phases beyond it)")
+        if r["original_context_length"] != r["context_length"]:
+            lines.append(f"    {r['pairs_longer_than_original_context']} pair(s) longer than "
+                         f"the original context {r['original_context_length']}")
+    ch = report["chinchilla"]
+    lines.append(
+        f"  chinchilla (approach {ch['approach']}): N = {_fmt(ch['params'])} is compute-optimal "
+        f"for D = {_fmt(ch['optimal_tokens'])} tokens ({ch['tokens_per_param']:.1f}/param), "
+        f"C = 6ND = {_fmt(ch['optimal_flops'])} FLOPs; approach-3 loss there "
+        f"{_fmt(ch['approach3_loss'])}")
+    return "\n".join(lines)
+
+
+def inspect(
+    path: Annotated[Path, typer.Argument(help="Checkpoint directory (config.json + weights).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+) -> None:
+    """Architecture, parameters by part, RoPE wavelengths, Chinchilla view of a checkpoint."""
+    try:
+        report = inspect_checkpoint(path)
+    except (FileNotFoundError, ValueError, TypeError) as err:
+        typer.echo(f"Error: {err}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(json.dumps(report, indent=2) if as_json else _text(report))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``inspect`` to the ``tmath`` application."""
+    app.command("inspect")(inspect)

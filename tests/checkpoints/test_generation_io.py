@@ -1,0 +1,169 @@
+"""Generation options, checkpoint errors, save_pretrained round trips and Meta-layout import."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from transformer_math.checkpoints.io import (
+    from_meta,
+    from_pretrained,
+    meta_state_dict,
+    save_pretrained,
+)
+from transformer_math.checkpoints.model import CheckpointLM
+from transformer_math.nn.position import RotaryEmbedding
+
+TOL = 1e-5
+
+
+@pytest.fixture
+def llama_dir(tmp_path, ref):
+    hf_model = ref.llama(tmp_path / "ref")
+    return tmp_path / "ref", hf_model
+
+
+def test_cached_generation_equals_uncached(llama_dir, ref):
+    ours = from_pretrained(llama_dir[0])
+    prompt = ref.tokens(3, 4)
+    assert torch.equal(ours.generate(prompt, 10), ours.generate(prompt, 10, use_cache=False))
+
+
+def test_sampling_top_k_and_temperature(llama_dir, ref):
+    ours = from_pretrained(llama_dir[0])
+    prompt = ref.tokens(2, 4)
+    greedy = ours.generate(prompt, 6)
+    # top_k = 1 leaves only the arg-max, whatever the temperature
+    assert torch.equal(ours.generate(prompt, 6, temperature=2.0, top_k=1,
+                                     generator=torch.Generator().manual_seed(0)), greedy)
+    a = ours.generate(prompt, 6, temperature=1.0, top_k=5,
+                      generator=torch.Generator().manual_seed(3))
+    b = ours.generate(prompt, 6, temperature=1.0, top_k=5,
+                      generator=torch.Generator().manual_seed(3))
+    assert torch.equal(a, b)  # explicit generator: reproducible
+    # each sampled token is among the 5 most likely under the (uncached) model
+    with torch.no_grad():
+        logits = ours(a[:, :-1])[:, prompt.shape[1] - 1:]
+    top5 = logits.topk(5, dim=-1).indices
+    assert (top5 == a[:, prompt.shape[1]:].unsqueeze(-1)).any(-1).all()
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"temperature": -1.0}, "temperature"),
+    ({"top_k": 0}, "top_k"),
+    ({"top_k": 65}, "top_k"),
+])
+def test_generation_rejects_bad_options(llama_dir, ref, kwargs, match):
+    ours = from_pretrained(llama_dir[0])
+    with pytest.raises(ValueError, match=match):
+        ours.generate(ref.tokens(1, 3), 2, **kwargs)
+
+
+def test_unknown_architecture(llama_dir):
+    path = llama_dir[0]
+    cfg = json.loads((path / "config.json").read_text())
+    cfg["model_type"], cfg["architectures"] = "mamba", ["MambaForCausalLM"]
+    (path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match=r"unknown architecture.*'mamba'.*supported: llama"):
+        from_pretrained(path)
+
+
+def test_missing_unexpected_and_misshapen_tensors(llama_dir):
+    path = llama_dir[0]
+    original = load_file(str(path / "model.safetensors"))
+    sd = dict(original)
+    del sd["model.layers.1.mlp.up_proj.weight"]
+    sd["model.layers.0.self_attn.extra.weight"] = torch.zeros(2)
+    save_file(sd, str(path / "model.safetensors"))
+    with pytest.raises(ValueError, match=r"1 missing tensor\(s\): \['model.layers.1.mlp.up_proj"
+                                         r".weight'\]; 1 unexpected tensor\(s\)"):
+        from_pretrained(path)
+    sd = dict(original)
+    sd["model.layers.0.self_attn.k_proj.weight"] = torch.zeros(32, 32)
+    save_file(sd, str(path / "model.safetensors"))
+    with pytest.raises(ValueError, match=r"k_proj.weight' has shape \(32, 32\), expected \(16, 32"):
+        from_pretrained(path)
+
+
+def test_missing_files_and_unsupported_options(tmp_path, llama_dir):
+    with pytest.raises(FileNotFoundError, match=r"config\.json"):
+        from_pretrained(tmp_path)
+    path = llama_dir[0]
+    (path / "model.safetensors").unlink()
+    with pytest.raises(FileNotFoundError, match=r"no model\.safetensors"):
+        from_pretrained(path)
+    cfg = json.loads((path / "config.json").read_text())
+    cfg["rope_parameters"] = {"rope_type": "yarn", "factor": 2.0, "rope_theta": 1e4,
+                              "mscale": 0.7, "original_max_position_embeddings": 16}
+    (path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match=r"unsupported parameters \['mscale'\]"):
+        from_pretrained(path)
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2"])
+def test_save_pretrained_round_trip_through_hf(tmp_path, ref, family):
+    import transformers
+
+    hf_cls = transformers.LlamaForCausalLM if family == "llama" else transformers.GPT2LMHeadModel
+    if family == "llama":
+        ref.llama(tmp_path / "a", rope={"rope_type": "llama3", "factor": 8.0,
+                                        "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                        "original_max_position_embeddings": 16,
+                                        "rope_theta": 10000.0})
+    else:
+        ref.gpt2(tmp_path / "a")
+    ours = from_pretrained(tmp_path / "a")
+    ours.save_pretrained(tmp_path / "b", max_shard_bytes=20_000)  # forces several shards
+    assert (tmp_path / "b" / "model.safetensors.index.json").is_file()
+    again = CheckpointLM.from_pretrained(tmp_path / "b")
+    save_pretrained(ours, tmp_path / "c")  # single file
+    assert torch.equal(from_pretrained(tmp_path / "c")(ref.tokens(1, 5)), ours(ref.tokens(1, 5)))
+    reloaded = hf_cls.from_pretrained(tmp_path / "b").eval()
+    ids = ref.tokens(2, 9)
+    with torch.no_grad():
+        base = ours(ids)
+        assert torch.equal(again(ids), base)
+        assert (reloaded(ids).logits - base).abs().max() <= TOL
+
+
+def test_meta_layout_import_needs_the_permutation(tmp_path, llama_dir, ref):
+    path, hf_model = llama_dir
+    ours = from_pretrained(path)
+    meta = tmp_path / "meta"
+    meta.mkdir()
+    c = ours.config
+    torch.save(meta_state_dict(ours), meta / "consolidated.00.pth")
+    (meta / "params.json").write_text(json.dumps({
+        "dim": c.hidden_size, "n_layers": c.num_layers, "n_heads": c.num_heads,
+        "n_kv_heads": c.kv_heads, "norm_eps": c.norm_eps, "rope_theta": c.rope_theta,
+        "max_seq_len": c.max_position_embeddings}))
+    ids = ref.tokens(2, 12)
+    with torch.no_grad():
+        expected = hf_model(ids).logits
+        permuted = from_meta(meta)(ids)
+        unpermuted = from_meta(meta, permute_qk=False)(ids)
+    assert (permuted - expected).abs().max() <= TOL
+    assert (unpermuted - expected).abs().max() > 100 * TOL  # the interleaved layout read as half
+    # independent check that the exported tensors really are Meta's layout: unpermuted, they
+    # reproduce the reference when every attention uses the interleaved (RoFormer) rotation
+    native = from_meta(meta, permute_qk=False)
+    interleaved = RotaryEmbedding(c.dim_per_head, base=c.rope_theta, layout="interleaved")
+    for layer in native.layers:
+        layer.attn.rotary = interleaved
+    with torch.no_grad():
+        assert (native(ids) - expected).abs().max() <= TOL
+
+
+def test_legacy_gpt2_names_and_mask_buffers(tmp_path, ref):
+    """Old GPT-2 files: no ``transformer.`` prefix and causal-mask buffers ``attn.bias``."""
+    hf_model = ref.gpt2(tmp_path)
+    sd = load_file(str(tmp_path / "model.safetensors"))
+    legacy = {k.removeprefix("transformer."): v for k, v in sd.items()}
+    legacy["h.0.attn.bias"] = torch.ones(1, 1, 48, 48)
+    save_file(legacy, str(tmp_path / "model.safetensors"))
+    ids = ref.tokens(1, 10)
+    with torch.no_grad():
+        assert (from_pretrained(tmp_path)(ids) - hf_model(ids).logits).abs().max() <= TOL
