@@ -421,16 +421,24 @@ def bench(
             f"no benchmark matches -k {pattern!r}" if pattern else "no benchmarks registered"
         )
     results = []
+    skipped: list[str] = []
     with _progress_bar() as progress:
         task = progress.add_task("benchmarks", total=len(entries))
         for i, entry in enumerate(entries):
             progress.update(task, description=entry.name, completed=i)
-            results.append(run_benchmark(entry.build(), repeats=repeats))
+            try:
+                built = entry.build()
+            except ImportError as exc:  # an optional reference library (e.g. transformers)
+                skipped.append(f"{entry.name} ({exc})")
+                continue
+            results.append(run_benchmark(built, repeats=repeats))
         progress.update(task, completed=len(entries))
     rows = [r.to_json() for r in results]
     out = _stdout()
     for table in bench_tables(rows):
         out.print(table)
+    for line in skipped:
+        out.print(f"skipped, optional dependency missing: {line}", style="yellow")
     missed = [r.name for r in results if r.met is False]
     if json_file is not None:
         document = {"benchmarks": rows, "environment": bench_environment()}
