@@ -12,6 +12,7 @@ Checkpoints: ``save(path)`` writes the state dict with safetensors and the polic
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, ClassVar
@@ -40,7 +41,7 @@ def register_policy(kind: str):
     return register
 
 
-class ChunkPolicy(nn.Module):
+class ChunkPolicy(nn.Module, ABC):
     """Base of the continuous-action chunk policies (BC MLP, ACT)."""
 
     kind: ClassVar[str] = ""
@@ -94,13 +95,13 @@ class ChunkPolicy(nn.Module):
         return a * self.action_std + self.action_mean
 
     # -- LeRobot-like interface ----------------------------------------------------------------
-    def predict_action_chunk(self, batch: dict[str, Tensor]) -> Tensor:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def predict_action_chunk(self, batch: dict[str, Tensor]) -> Tensor:
+        """The next ``chunk_size`` actions, shape (batch, chunk_size, action_dim)."""
 
-    def forward(  # pragma: no cover
-        self, batch: dict[str, Tensor]
-    ) -> tuple[Tensor, dict[str, float]]:
-        raise NotImplementedError
+    @abstractmethod
+    def forward(self, batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
+        """Training loss on a batch and a dict of logged scalars."""
 
     def reset(self) -> None:
         self.executor.reset()
