@@ -198,6 +198,7 @@ def test_verify_json_schema(
     summary = document["summary"]
     for key in ("seed", "tier", "size", "version", "torch", "timestamp", "total", "problems"):
         assert key in summary
+    assert summary["torch_threads"] == 1  # verify runs claims with one thread by default
     assert (summary["seed"], summary["tier"], summary["size"]) == (3, "quick", "tiny")
     assert summary["total"] == len(QUICK_IDS)
     assert summary["failed"] == 2 and summary["problems"] == 3
@@ -233,6 +234,7 @@ def test_verify_report(runner: CliRunner, fake_claims: dict[str, Claim], tmp_pat
         ["verify", "--tier", "medium"],
         ["verify", "--size", "huge"],
         ["verify", "--seed", "-1"],
+        ["verify", "--threads", "0"],
         ["verify", "--no-such-option"],
         ["list", "--tier", "slow"],
         ["show", "testing.nope"],
