@@ -19,7 +19,8 @@ Both are the same rotation up to the channel permutation
 permutation of the q/k projection rows (:func:`interleaved_to_half_qk_weight`).
 
 Precision (FACTS.md): angles ``position * inv_freq`` and cos/sin are ALWAYS formed in float32,
-whatever the dtype of q/k; the rotation itself is evaluated in float32 and cast back.
+whatever the dtype of q/k; the rotation itself is evaluated in float32 (float64 for float64
+inputs) and cast back.
 
 Partial rotary (GPT-NeoX, Phi): only the first ``rotary_dim`` channels of a head are rotated; the
 rest pass through unchanged.
@@ -106,7 +107,8 @@ def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor, *, layout: str = "half") -
 
     ``x`` is (..., seq, head_dim), e.g. (B, H, T, D); ``cos``/``sin`` are (seq, d) or broadcast
     to x's leading axes, e.g. (B, 1, T, d). Channels past ``d`` (partial rotary) pass unchanged.
-    The rotation is evaluated in float32 and the result has x's dtype.
+    The rotation is evaluated in float32 (float64 for float64 inputs) and the result has x's
+    dtype, so bf16/fp16 models keep full-precision angles (FACTS.md, RoPE precision).
     """
     _check_layout(layout)
     if not isinstance(x, Tensor) or not x.is_floating_point():
@@ -124,11 +126,39 @@ def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor, *, layout: str = "half") -
         raise ValueError(
             f"cos/sin cover {cos.shape[-2]} positions but x has seq length {x.shape[-2]}"
         )
-    rot, rest = x[..., :rotary_dim], x[..., rotary_dim:]
-    r32 = rot.to(torch.float32)
-    turned = rotate_half(r32) if layout == "half" else rotate_interleaved(r32)
-    out = torch.addcmul(r32 * cos.to(torch.float32), turned, sin.to(torch.float32)).to(x.dtype)
-    return torch.cat([out, rest], dim=-1) if rest.shape[-1] else out
+    work = torch.promote_types(x.dtype, torch.float32)  # float32, or float64 for float64 x
+    r32 = x[..., :rotary_dim].to(work)
+    cos32, sin32 = cos.to(work), sin.to(work)
+    # x cos + rot(x) sin evaluated plane by plane: first members a' = a cos - b sin, second
+    # members b' = b cos + a sin. Differentiable, and it avoids materialising rot(x) and a
+    # full-size product (several times faster than the cat-based rotate-half form).
+    if layout == "half":
+        first, second = slice(0, rotary_dim // 2), slice(rotary_dim // 2, rotary_dim)
+    else:
+        first, second = slice(0, rotary_dim, 2), slice(1, rotary_dim, 2)
+    a, b = r32[..., first], r32[..., second]
+    needs_grad = torch.is_grad_enabled() and (
+        x.requires_grad or cos.requires_grad or sin.requires_grad
+    )
+    if needs_grad:  # out= kernels do not record autograd; build the result from new tensors
+        new_a = torch.addcmul(a * cos32[..., first], b, sin32[..., first], value=-1.0)
+        new_b = torch.addcmul(b * cos32[..., second], a, sin32[..., second])
+        if layout == "half":
+            out = torch.cat([new_a, new_b], dim=-1)
+        else:
+            out = torch.stack([new_a, new_b], dim=-1).flatten(-2)
+    else:  # inference: write both halves straight into one preallocated output
+        out = torch.empty(
+            torch.broadcast_shapes(r32.shape, cos32.shape), dtype=work, device=x.device
+        )
+        torch.mul(a, cos32[..., first], out=out[..., first])
+        out[..., first].addcmul_(b, sin32[..., first], value=-1.0)
+        torch.mul(b, cos32[..., second], out=out[..., second])
+        out[..., second].addcmul_(a, sin32[..., second])
+    out = out.to(x.dtype)
+    if rotary_dim == x.shape[-1]:
+        return out
+    return torch.cat([out, x[..., rotary_dim:]], dim=-1)
 
 
 def apply_rotary_complex(x: Tensor, positions: Tensor, inv_freq: Tensor) -> Tensor:
