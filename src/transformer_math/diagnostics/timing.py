@@ -75,12 +75,18 @@ def time_over_sizes(
     repeats: int = 5,
     warmup: int = 1,
     clock: str = "wall",
+    statistic: str = "median",
 ) -> list[float]:
-    """Median seconds of ``make_call(n)()`` for each ``n`` in ``sizes``, interleaved.
+    """Seconds of ``make_call(n)()`` for each ``n`` in ``sizes``, interleaved.
 
     ``make_call(n)`` builds the inputs (outside the timed region) and returns the call to time.
     Each size is warmed up ``warmup`` times; then ``repeats`` rounds time every size once.
+    ``statistic`` reduces the repeats: ``median``, or ``min`` (the least disturbed run: other
+    processes can only add time, so the minimum estimates the intrinsic cost).
     """
+    reducers = {"median": statistics.median, "min": min}
+    if statistic not in reducers:
+        raise ValueError(f"statistic must be one of {sorted(reducers)}, got {statistic!r}")
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     if warmup < 0:
@@ -96,4 +102,4 @@ def time_over_sizes(
             start = now()
             call()
             samples[i].append(now() - start)
-    return [statistics.median(s) for s in samples]
+    return [reducers[statistic](s) for s in samples]
