@@ -376,6 +376,85 @@ def show(
         raise typer.Exit(1)
 
 
+def _seed_list(text: str) -> list[int]:
+    """``"0-4"`` -> [0, 1, 2, 3, 4]; ``"0,3,7"`` -> [0, 3, 7]."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if m is None or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
+            raise UsageError(f"--seeds must look like '0-4' or '0,3,7', got {text!r}")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        seeds.extend(range(lo, hi + 1))
+    if len(seeds) < 2 or len(set(seeds)) != len(seeds):
+        raise UsageError(f"--seeds must name at least two distinct seeds, got {text!r}")
+    return seeds
+
+
+@app.command()
+def margins(
+    tier: TierOption = "quick",
+    pattern: PatternOption = None,
+    seeds: Annotated[
+        str, typer.Option("--seeds", help="Seeds to sweep, e.g. 0-4 or 0,3,7.")
+    ] = "0-4",
+    size: SizeOption = "tiny",
+    factor: Annotated[
+        float, typer.Option("--factor", help="Required min slack / spread between seeds.")
+    ] = 3.0,
+    json_file: Annotated[
+        Path | None, typer.Option("--json", help="Write the sweep as JSON to this file.")
+    ] = None,
+) -> None:
+    """Run claims for several seeds; is every pass condition's slack >= FACTOR x its spread?
+
+    Exits 0 when every claim is firm, 1 otherwise.
+    """
+    tier = _choice(tier, TIERS, "--tier")
+    size = _choice(size, SIZES, "--size")
+    pattern = _regex(pattern)
+    seed_list = _seed_list(seeds)
+    if not factor > 0:
+        raise UsageError(f"--factor must be > 0, got {factor}")
+
+    import json
+
+    import torch
+
+    from transformer_math.claims.margins import sweep
+    from transformer_math.claims.registry import Size, all_claims, select_claims
+
+    claims = select_claims(all_claims(), tier=tier, pattern=pattern)
+    if not claims:
+        raise UsageError(f"no claim of tier {tier!r} matches -k {pattern!r} (see 'tmath list')")
+    torch.set_num_threads(1)
+    out = _stdout()
+    spreads = sweep(claims, seed_list, size=Size(size))
+    for sp in spreads:
+        out.print(f"{'firm ' if sp.firm(factor) else 'WEAK '} {sp.claim_id}  "
+                  f"verdicts {','.join(sorted(set(sp.verdicts)))}"
+                  + ("" if not sp.problems else f"  problems: {'; '.join(sp.problems)}"),
+                  highlight=False)
+        for m in sp.margins:
+            ratio = "inf" if m.spread == 0 else f"{m.min_slack / m.spread:.3g}"
+            out.print(f"    {'ok ' if m.firm(factor) else 'NO '} {m.name}: {m.sense} "
+                      f"{m.threshold:.4g}; values {[float(f'{v:.4g}') for v in m.values]}; "
+                      f"min slack {m.min_slack:.4g}, spread {m.spread:.3g}, ratio {ratio}",
+                      highlight=False)
+    weak = [sp.claim_id for sp in spreads if not sp.firm(factor)]
+    out.print(f"{len(spreads) - len(weak)}/{len(spreads)} claims firm over seeds {seeds} "
+              f"(size {size}, factor {factor:g})", highlight=False)
+    if json_file is not None:
+        doc = {"seeds": seed_list, "size": size, "factor": factor,
+               "claims": [sp.to_json(factor) for sp in spreads]}
+        from transformer_math.report.results import to_jsonable
+
+        _write("--json file", json_file, lambda: (
+            json_file.write_text(json.dumps(to_jsonable(doc), indent=1, allow_nan=False)),
+            json_file)[1])
+    if weak:
+        raise typer.Exit(1)
+
+
 @app.command()
 def report(
     out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Folder of the report.")],

@@ -19,6 +19,7 @@ from transformer_math.nn.icl_gpt import (
     ICLGPTConfig,
     _apply_rotary,
 )
+from transformer_math.nn.init import seeded
 from transformer_math.nn.linear_self_attention import LinearSelfAttention, regression_tokens
 from transformer_math.theory.icl_baselines import (
     averaging_predict,
@@ -214,7 +215,7 @@ def test_data_generators() -> None:
 
 
 def test_models_shapes_and_causality() -> None:
-    gpt = ICLGPT(ICLGPTConfig(x_dim=3, max_points=5), generator=_gen(0))
+    gpt = seeded(lambda: ICLGPT(ICLGPTConfig(x_dim=3, max_points=5)), _gen(0))
     batch = sample_regression(2, 5, 3, generator=_gen(1))
     out = gpt(batch.x, batch.y)
     assert out.shape == (2, 5)
@@ -222,8 +223,9 @@ def test_models_shapes_and_causality() -> None:
     y2[:, 2] += 10.0  # changing y_3 must not change the prediction of y_1..y_3
     out2 = gpt(batch.x, y2)
     assert torch.allclose(out[:, :3], out2[:, :3]) and not torch.allclose(out[:, 3:], out2[:, 3:])
-    model = AttentionOnlyTransformer(
-        AttentionOnlyConfig(vocab_size=16, d_model=16, num_heads=2), generator=_gen(0)
+    model = seeded(
+        lambda: AttentionOnlyTransformer(AttentionOnlyConfig(vocab_size=16, d_model=16,
+                                                             num_heads=2)), _gen(0)
     )
     logits, weights = model(torch.randint(16, (2, 10), generator=_gen(2)))
     assert logits.shape == (2, 10, 16) and len(weights) == 2 and weights[0].shape == (2, 2, 10, 10)

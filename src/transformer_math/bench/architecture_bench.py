@@ -26,6 +26,7 @@ from transformer_math.bench.harness import Benchmark, benchmark
 from transformer_math.diagnostics.memory import MemoryMeasurement, measure_attention_memory
 from transformer_math.functional.attention import scaled_dot_product_attention
 from transformer_math.functional.tiled_attention import tiled_attention
+from transformer_math.nn.init import seeded
 from transformer_math.nn.language_model import DecoderOnlyLM, LanguageModelConfig
 
 HEADS, HEAD_DIM = 4, 64
@@ -94,9 +95,7 @@ def _train_step(backend: str) -> tuple[DecoderOnlyLM, torch.optim.Optimizer]:
         num_heads=4,
         attention_backend=backend,
     )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = DecoderOnlyLM(config)
+    model = seeded(lambda: DecoderOnlyLM(config), 0)
     return model, torch.optim.AdamW(model.parameters(), lr=1e-3)
 
 

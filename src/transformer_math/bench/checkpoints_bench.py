@@ -24,6 +24,7 @@ import torch
 
 from transformer_math.bench.harness import Benchmark, benchmark
 from transformer_math.checkpoints.io import from_pretrained
+from transformer_math.nn.init import private_rng
 
 BATCH, SEQ_LEN = 2, 128
 PROMPT_LEN, NEW_TOKENS = 8, 32
@@ -33,16 +34,16 @@ VOCAB = 1024
 def _reference(family: str) -> Any:
     import transformers
 
-    torch.manual_seed(0)
-    if family == "llama":
-        cfg = transformers.LlamaConfig(
-            vocab_size=VOCAB, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
-            num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=512,
-            bos_token_id=None, eos_token_id=None, pad_token_id=None)
-        return transformers.LlamaForCausalLM(cfg).eval()
-    cfg = transformers.GPT2Config(vocab_size=VOCAB, n_embd=256, n_layer=4, n_head=8,
-                                  n_positions=512, bos_token_id=None, eos_token_id=None)
-    return transformers.GPT2LMHeadModel(cfg).eval()
+    with private_rng(0):  # transformers initialises from torch's global RNG; fork and restore it
+        if family == "llama":
+            cfg = transformers.LlamaConfig(
+                vocab_size=VOCAB, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
+                num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=512,
+                bos_token_id=None, eos_token_id=None, pad_token_id=None)
+            return transformers.LlamaForCausalLM(cfg).eval()
+        cfg = transformers.GPT2Config(vocab_size=VOCAB, n_embd=256, n_layer=4, n_head=8,
+                                      n_positions=512, bos_token_id=None, eos_token_id=None)
+        return transformers.GPT2LMHeadModel(cfg).eval()
 
 
 def _pair(family: str) -> tuple[Any, Any]:

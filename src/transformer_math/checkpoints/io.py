@@ -52,6 +52,7 @@ from transformer_math.functional.rope import (
     interleaved_to_half_qk_weight,
 )
 from transformer_math.functional.rope_scaling import compute_rope_frequencies
+from transformer_math.nn.init import no_init_draws
 
 SUPPORTED = {"llama": "LlamaForCausalLM", "gpt2": "GPT2LMHeadModel"}
 _ARCH_TO_FAMILY = {v: k for k, v in SUPPORTED.items()}
@@ -393,7 +394,8 @@ def from_pretrained(path: str | Path, *, dtype: torch.dtype = torch.float32) -> 
     """Load an HF-layout Llama or GPT-2 checkpoint directory into a :class:`CheckpointLM`."""
     cfg = read_config(path)
     config = config_from_hf(cfg, str(Path(path) / "config.json"))
-    model = CheckpointLM(config).to(dtype)
+    with no_init_draws():  # every tensor is overwritten by the checkpoint's
+        model = CheckpointLM(config).to(dtype)
     tensors = read_tensors(path)
     converted = (_convert_llama(tensors, model) if config.family == "llama"
                  else _convert_gpt2(tensors, model))
@@ -581,7 +583,8 @@ def from_meta(path: str | Path, *, dtype: torch.dtype = torch.float32,
         raise ValueError(f"expected exactly one consolidated.*.pth (model-parallel shards are "
                          f"not merged), found {len(shards)} in {str(root)!r}")
     config, tensors = convert_meta_state_dict(sd, params, permute_qk=permute_qk)
-    model = CheckpointLM(config).to(dtype)
+    with no_init_draws():  # every tensor is overwritten by the checkpoint's
+        model = CheckpointLM(config).to(dtype)
     load_converted(model, tensors, dtype)
     return model.eval()
 

@@ -35,6 +35,7 @@ from torch import Tensor, nn
 
 from transformer_math.nn.attention import KVCache, MultiHeadAttention, count_parameters
 from transformer_math.nn.feedforward import SwiGLU
+from transformer_math.nn.init import normal_matrices_, reset_children
 from transformer_math.nn.norms import LayerNorm, RMSNorm
 from transformer_math.nn.position import RotaryEmbedding
 
@@ -177,12 +178,16 @@ class CheckpointLM(nn.Module):
                                       if c.family == "llama"
                                       else LayerNorm(c.hidden_size, eps=c.norm_eps))
         self.lm_head = nn.Linear(c.hidden_size, c.vocab_size, bias=False)
-        with torch.no_grad():
-            for p in self.parameters():
-                if p.dim() == 2:
-                    p.normal_(0.0, 0.02)
         if c.tie_word_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
+        normal_matrices_(self, None, 0.02)  # silenced under nn.init.no_init_draws (loading)
+
+    @torch.no_grad()
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Norm gains 1, biases by the package convention, every matrix ~ N(0, 0.02^2)
+        (the ``initializer_range`` of HF's Llama and GPT-2 configs)."""
+        reset_children(self, generator)
+        normal_matrices_(self, generator, 0.02)
 
     @classmethod
     def from_pretrained(cls, path: str | Path, *, dtype: torch.dtype = torch.float32

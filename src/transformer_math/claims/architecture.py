@@ -36,6 +36,7 @@ from transformer_math.functional.tiled_attention import (
 from transformer_math.nn.attention import MultiHeadAttention
 from transformer_math.nn.blocks import BlockConfig, Decoder, Encoder, TransformerBlock
 from transformer_math.nn.feedforward import GeluMLP
+from transformer_math.nn.init import seeded
 from transformer_math.theory.io_model import (
     crossover_sram,
     flash_rate,
@@ -725,9 +726,9 @@ def _seed_call_outcomes(
 def check_encoder_decoder(ctx: Context, pass_source_mask: bool = True) -> Evidence:
     g = ctx.generator(16)
     cfg = BlockConfig(dim=32, num_heads=4, norm="pre", attention_backend="reference")
-    with torch.random.fork_rng(devices=[]):  # module init draws from the global RNG; isolate it
-        torch.manual_seed(ctx.seed + 16)
-        encoder, decoder = Encoder(cfg, 2), Decoder(cfg, 2)
+    g_init = ctx.generator(17)
+    encoder = seeded(lambda: Encoder(cfg, 2), g_init)
+    decoder = seeded(lambda: Decoder(cfg, 2), g_init)
     encoder.eval()
     decoder.eval()
     b, s, t = 2, 7, 6

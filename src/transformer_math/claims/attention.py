@@ -60,6 +60,7 @@ from transformer_math.functional import (
 )
 from transformer_math.functional.l2_attention import l2_self_attention
 from transformer_math.nn import MultiHeadAttention, count_parameters
+from transformer_math.nn.init import no_init_draws, seeded
 
 T = TypeVar("T")
 
@@ -117,25 +118,10 @@ def _build_mha(
     dtype: torch.dtype = torch.float64,
     **kwargs: Any,
 ) -> MultiHeadAttention:
-    """A ``MultiHeadAttention`` whose parameters come from ``generator`` only.
-
-    Construction runs with the global RNG state saved and restored (nn.Linear's own init draws
-    from it); every Linear is then re-drawn with PyTorch's default bound 1/sqrt(fan_in).
-    """
-    with torch.random.fork_rng(devices=[]):
-        module = MultiHeadAttention(embed_dim, num_heads, **kwargs)
-    _init_linears_(module, generator)
+    """A ``MultiHeadAttention`` whose parameters come from ``generator`` only (``nn.init.seeded``:
+    PyTorch's default bound 1/sqrt(fan_in), no draw from the global RNG)."""
+    module = seeded(lambda: MultiHeadAttention(embed_dim, num_heads, **kwargs), generator)
     return module.to(dtype).eval()
-
-
-def _init_linears_(module: nn.Module, generator: torch.Generator) -> None:
-    with torch.no_grad():
-        for layer in module.modules():
-            if isinstance(layer, nn.Linear):
-                bound = 1.0 / math.sqrt(layer.in_features)
-                layer.weight.uniform_(-bound, bound, generator=generator)
-                if layer.bias is not None:
-                    layer.bias.uniform_(-bound, bound, generator=generator)
 
 
 def _randn(*shape: int, generator: torch.Generator, dtype: torch.dtype = torch.float64) -> Tensor:
@@ -542,8 +528,7 @@ def check_row_stochastic(ctx: Context, *, mask: str = "before-softmax") -> Evide
 
     # The three exits of the scope note, from the full (non-causal) outputs o.
     o = full_fused[:, 0]  # (B, n, d): the head's output in value space
-    ffn = nn.Sequential(nn.Linear(d, 4 * d), nn.ReLU(), nn.Linear(4 * d, d))
-    _init_linears_(ffn, gen)
+    ffn = seeded(lambda: nn.Sequential(nn.Linear(d, 4 * d), nn.ReLU(), nn.Linear(4 * d, d)), gen)
     with torch.no_grad():
         exits = {
             "residual x + Attn(x)": x + o,
@@ -1027,7 +1012,7 @@ def check_multihead_param_count(ctx: Context, *, formula: str = "correct") -> Ev
     del ctx  # the count does not depend on the weights' values
     d, h = 512, 8
     d_k = d // h
-    with torch.random.fork_rng(devices=[]):
+    with no_init_draws():  # only shapes are counted: no values are drawn
         mha = MultiHeadAttention(d, h)
         gqa = MultiHeadAttention(d, h, num_kv_heads=2)
         torch_mha = nn.MultiheadAttention(d, h)

@@ -27,6 +27,7 @@ from transformer_math.claims.registry import (
 )
 from transformer_math.data.regression import make_task_pool, sample_regression
 from transformer_math.experiments import icl_gd, icl_preconditioner, induction_heads, task_diversity
+from transformer_math.nn.init import no_init_draws
 from transformer_math.nn.linear_self_attention import LinearSelfAttention, regression_tokens
 from transformer_math.theory.icl_baselines import dmmse_posterior, ridge_predict
 from transformer_math.theory.icl_construction import (
@@ -59,7 +60,8 @@ def _get(module: Any, config: Any, ctx: Context) -> Any:
 def _constructed_model(
     dim: int, eta: float, n: int, layers: int, sign: float
 ) -> LinearSelfAttention:
-    model = LinearSelfAttention(dim + 1, layers, dtype=torch.float64)
+    with no_init_draws():  # every weight is set by the construction below
+        model = LinearSelfAttention(dim + 1, layers, dtype=torch.float64)
     for layer in model.layers:
         layer.load_weights(*one_step_gd_weights(dim, eta, n, value_label_sign=sign).as_tuple())
     return model

@@ -35,6 +35,7 @@ from transformer_math.functional.linear_attention import (
     positive_random_features,
 )
 from transformer_math.nn.attention import MultiHeadAttention
+from transformer_math.nn.init import seeded
 from transformer_math.nn.kernel_regression import (
     GaussianKernel,
     LinearKernel,
@@ -62,9 +63,8 @@ F64 = torch.float64
 )
 def check_nadaraya_watson(ctx: Context, kernel: str = "softmax-attention") -> Evidence:
     d, heads, n, batch = 16, 4, 12, 3
-    with torch.random.fork_rng():
-        torch.manual_seed(ctx.seed)
-        mha = MultiHeadAttention(d, heads, backend="reference").to(F64)
+    mha = seeded(lambda: MultiHeadAttention(d, heads, backend="reference"), ctx.generator(0)
+                 ).to(F64)
     x = torch.randn(batch, n, d, generator=ctx.generator(1), dtype=F64)
     with torch.no_grad():
         measured_out = mha(x).output  # (B, n, d): the module's forward pass
@@ -415,15 +415,16 @@ def _sinusoidal_code(n: int, dim: int) -> torch.Tensor:
 )
 def check_set_invariance(ctx: Context, position_code: bool = False) -> Evidence:
     batch, n, dim = 4, 10, 4
-    with torch.random.fork_rng():
-        torch.manual_seed(ctx.seed)
-        models = {
-            "deepsets-sum": DeepSets(dim, 32, 3, pooling="sum"),
-            "deepsets-mean": DeepSets(dim, 32, 3, pooling="mean"),
-            "deepsets-max": DeepSets(dim, 32, 3, pooling="max"),
-            "set-transformer": SetTransformer(dim, 16, 3, num_heads=2, num_sab=2, num_seeds=2),
-        }
-        sab = SetAttentionBlock(dim, 2)
+    g_init = ctx.generator(0)
+    models = {
+        "deepsets-sum": seeded(lambda: DeepSets(dim, 32, 3, pooling="sum"), g_init),
+        "deepsets-mean": seeded(lambda: DeepSets(dim, 32, 3, pooling="mean"), g_init),
+        "deepsets-max": seeded(lambda: DeepSets(dim, 32, 3, pooling="max"), g_init),
+        "set-transformer": seeded(
+            lambda: SetTransformer(dim, 16, 3, num_heads=2, num_sab=2, num_seeds=2), g_init
+        ),
+    }
+    sab = seeded(lambda: SetAttentionBlock(dim, 2), g_init)
     for mod in [*models.values(), sab]:
         mod.to(F64).eval()
     g = ctx.generator(6)

@@ -52,6 +52,7 @@ from transformer_math.functional.rope import (
 )
 from transformer_math.functional.rope_scaling import compute_rope_frequencies, default_inv_freq
 from transformer_math.nn.attention import KVCache, MultiHeadAttention
+from transformer_math.nn.init import seeded
 from transformer_math.nn.position import (
     ALiBi,
     LearnedPositionalEmbedding,
@@ -648,9 +649,8 @@ def check_alibi(ctx: Context, slopes_rule: str = "press") -> Evidence:
     # Linear-in-distance bias through the attention weights: with W_Q = W_K = 0 the logits are
     # the bias alone, so log w_ij - log w_ii = -m_h (i - j).
     heads, t = 4, 12
-    with torch.random.fork_rng():
-        torch.manual_seed(ctx.seed)
-        mha = MultiHeadAttention(16, heads, alibi=True, backend="reference")
+    mha = seeded(lambda: MultiHeadAttention(16, heads, alibi=True, backend="reference"),
+                 ctx.generator(0))
     with torch.no_grad():
         mha.q_proj.weight.zero_()
         mha.k_proj.weight.zero_()
@@ -832,10 +832,10 @@ def check_kv_cache_compatibility(ctx: Context, restart_positions: bool = False) 
     errors: dict[str, float] = {}
     pe = SinusoidalPositionalEncoding(d)
     for scheme in ("sinusoidal", "rope"):
-        with torch.random.fork_rng():
-            torch.manual_seed(ctx.seed)
-            rotary = RotaryEmbedding(d // heads) if scheme == "rope" else None
-            mha = MultiHeadAttention(d, heads, rotary=rotary, backend="reference")
+        rotary = RotaryEmbedding(d // heads) if scheme == "rope" else None
+        mha = seeded(lambda rotary=rotary: MultiHeadAttention(d, heads, rotary=rotary,
+                                                              backend="reference"),
+                     ctx.generator(0))
 
         def embed(chunk: Tensor, offset: int, scheme: str = scheme) -> Tensor:
             return pe(chunk, offset=offset) if scheme == "sinusoidal" else chunk

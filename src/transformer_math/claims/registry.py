@@ -111,13 +111,76 @@ class Figure:
 
 JSONValue = float | int | str | bool | None | list[Any] | dict[str, Any]
 
+SENSES = (">=", "<=")
+
+
+@dataclass(frozen=True)
+class Margin:
+    """One pass condition of a check, kept as numbers: ``value >= threshold`` (sense ``">="``) or
+    ``value <= threshold`` (``"<="``).
+
+    ``slack`` is the signed distance to the threshold in the units of ``value`` (positive: the
+    condition holds). Sweeping seeds compares the slack with the spread of ``value`` between
+    seeds (``claims/margins.py``): a verdict is only as firm as its smallest slack.
+    """
+
+    name: str
+    value: float
+    threshold: float
+    sense: str = ">="
+
+    def __post_init__(self) -> None:
+        if self.sense not in SENSES:
+            raise ValueError(f"margin sense must be one of {SENSES}, got {self.sense!r}")
+
+    @property
+    def slack(self) -> float:
+        if not (math.isfinite(self.value) and math.isfinite(self.threshold)):
+            return -math.inf
+        d = self.value - self.threshold
+        return d if self.sense == ">=" else -d
+
+    @property
+    def holds(self) -> bool:
+        return self.slack >= 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "value": self.value, "threshold": self.threshold,
+                "sense": self.sense, "slack": self.slack}
+
+
+def at_least(name: str, value: float, threshold: float) -> Margin:
+    """The pass condition ``value >= threshold``."""
+    return Margin(name, float(value), float(threshold), ">=")
+
+
+def at_most(name: str, value: float, threshold: float) -> Margin:
+    """The pass condition ``value <= threshold``."""
+    return Margin(name, float(value), float(threshold), "<=")
+
+
+def close_to(name: str, measured: float, predicted: float, *, rel: float = 0.0,
+             abs_: float = 0.0) -> Margin:
+    """:func:`within` as a margin: ``|measured - predicted| <= max(abs_, rel |predicted|)``."""
+    err = abs(float(measured) - float(predicted))
+    if not (math.isfinite(float(measured)) and math.isfinite(float(predicted))):
+        err = math.inf
+    return Margin(name, err, max(abs_, rel * abs(float(predicted))), "<=")
+
+
+def all_hold(margins: Iterable[Margin]) -> bool:
+    """True when every margin's condition holds (and there is at least one)."""
+    margins = list(margins)
+    return bool(margins) and all(m.holds for m in margins)
+
 
 @dataclass
 class Evidence:
     """What a check found: prediction, measurement, tolerance, verdict, notes, figures.
 
     ``predicted`` and ``measured`` are JSON values (numbers, strings or short lists) shown in the
-    table; ``details`` holds any further numbers a reader may want (``tmath show ID``).
+    table; ``details`` holds any further numbers a reader may want (``tmath show ID``);
+    ``margins`` the pass conditions with their slack.
     """
 
     predicted: JSONValue
@@ -127,6 +190,9 @@ class Evidence:
     notes: list[str] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    #: The pass conditions as numbers (:class:`Margin`); when given, the verdict is ``failed``
+    #: exactly when one of them does not hold (``run_claim`` checks this).
+    margins: list[Margin] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -235,11 +301,14 @@ def claim(
     return register
 
 
+_NOT_TOPICS = frozenset({"registry", "margins"})  # the machinery, not claims
+
+
 def _import_topic_modules() -> None:
     from transformer_math import claims as package
 
     for info in pkgutil.iter_modules(package.__path__):
-        if info.name != "registry" and not info.name.startswith("_"):
+        if info.name not in _NOT_TOPICS and not info.name.startswith("_"):
             importlib.import_module(f"{package.__name__}.{info.name}")
 
 
@@ -315,6 +384,7 @@ class ClaimResult:
             "notes": list(e.notes),
             "details": e.details,
             "figures": [f.to_json() for f in e.figures],
+            "margins": [m.to_json() for m in e.margins],
             "error": self.error,
         }
 
@@ -336,6 +406,15 @@ def _run_check(fn: CheckFn, ctx: Context, kwargs: dict[str, Any]) -> tuple[Evide
         )
     if not isinstance(evidence, Evidence):
         raise TypeError(f"check of a claim must return Evidence, got {type(evidence).__name__}")
+    if evidence.margins and evidence.verdict is not Verdict.CITED:
+        failed = evidence.verdict is Verdict.FAILED
+        if failed == all_hold(evidence.margins):
+            broken = [m.name for m in evidence.margins if not m.holds]
+            message = (f"verdict {evidence.verdict.value!r} disagrees with the margins "
+                       f"(not holding: {broken})")
+            evidence.verdict = Verdict.FAILED
+            evidence.notes.append(message)
+            return evidence, message
     return evidence, None
 
 

@@ -24,6 +24,7 @@ from transformer_math.diagnostics.qk_spectrum import (
     qk_spectrum,
 )
 from transformer_math.nn.attention import MultiHeadAttention
+from transformer_math.nn.init import seeded
 
 F64 = torch.float64
 
@@ -92,9 +93,7 @@ def check_qk_localization(ctx: Context, eig_mean: float = 1.0) -> Evidence:
     spectrum_ok = var_err <= 1e-8
 
     # Refutation of the seed's monitor on a real (random) head: d = 32, d_k = 8.
-    with torch.random.fork_rng():
-        torch.manual_seed(ctx.seed)
-        real = MultiHeadAttention(d, 4).to(F64)
+    real = seeded(lambda: MultiHeadAttention(d, 4), ctx.generator(0)).to(F64)
     w = head_qk_matrices(real)[0]
     correct = qk_spectrum(w)
     assert correct.eigenvalues is not None and correct.symmetric_eigenvalues is not None

@@ -12,9 +12,9 @@ has about as many parameters as the Set Transformer (counts are reported). The a
 ``shuffle_labels`` trains on labels drawn independently of the sets (nothing can be learnt).
 
 Both models see the same training batches (one data generator per model, same seed), Adam,
-binary cross-entropy; accuracy on a fixed held-out set. Deterministic given ``seed``: parameter
-initialisation runs under ``torch.random.fork_rng`` seeded from the config (the caller's global
-RNG state is restored); data come from explicit generators.
+binary cross-entropy; accuracy on a fixed held-out set. Deterministic given ``seed``: parameters
+are drawn by ``nn.init.seeded`` from a generator seeded from the config (the global RNG is never
+used); data come from explicit generators.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from transformer_math.nn.attention import count_parameters
+from transformer_math.nn.init import seeded
 from transformer_math.nn.sets import DeepSets, SetTransformer
 
 
@@ -122,13 +123,11 @@ def _accuracy(model: nn.Module, x: Tensor, y: Tensor) -> float:
 
 
 def _build(name: str, cfg: DeepSetsVsSetTransformerConfig, num_sab: int) -> nn.Module:
-    with torch.random.fork_rng():
-        torch.manual_seed(cfg.seed + 7)
-        if name == "deepsets":
-            return DeepSets(2, cfg.deepsets_hidden, 1, pooling="sum")
-        return SetTransformer(
-            2, cfg.set_transformer_dim, 1, num_heads=cfg.set_transformer_heads, num_sab=num_sab
-        )
+    if name == "deepsets":
+        return seeded(lambda: DeepSets(2, cfg.deepsets_hidden, 1, pooling="sum"), cfg.seed + 7)
+    return seeded(lambda: SetTransformer(2, cfg.set_transformer_dim, 1,
+                                         num_heads=cfg.set_transformer_heads, num_sab=num_sab),
+                  cfg.seed + 7)
 
 
 def run(

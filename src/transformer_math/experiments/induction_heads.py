@@ -27,6 +27,7 @@ from transformer_math.diagnostics.icl_scores import (
     previous_token_score,
 )
 from transformer_math.nn.icl_gpt import AttentionOnlyConfig, AttentionOnlyTransformer
+from transformer_math.nn.init import seeded
 
 
 @dataclass(frozen=True)
@@ -136,10 +137,9 @@ class InductionHeadsResult:
 
 def _train(config: InductionHeadsConfig, num_layers: int, progress, offset: float, share: float):
     g = torch.Generator().manual_seed(config.seed * 7919 + num_layers)
-    model = AttentionOnlyTransformer(
-        AttentionOnlyConfig(config.vocab_size, config.d_model, config.num_heads, num_layers),
-        generator=g,
-    )
+    model_config = AttentionOnlyConfig(config.vocab_size, config.d_model, config.num_heads,
+                                       num_layers)
+    model = seeded(lambda: AttentionOnlyTransformer(model_config), g)
     g_probe = torch.Generator().manual_seed(10_000 + config.seed)
     probe = repeated_random_sequence(
         config.probe_batch, config.probe_half_len, config.vocab_size, generator=g_probe

@@ -22,8 +22,8 @@ with GELU MLPs), one per position scheme:
 Output: copy loss (nats) and accuracy per position bin of width ``bin_width`` for every
 (scheme, variant). Chance loss is ln(vocab).
 
-Deterministic given ``seed``: parameter initialisation runs inside ``torch.random.fork_rng`` with
-a fixed seed (the caller's global RNG state is restored), data come from explicit generators.
+Deterministic given ``seed``: parameters are drawn by ``nn.init.seeded`` from a generator
+seeded from the config (the global RNG is never used), data come from explicit generators.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from torch import Tensor, nn
 
 from transformer_math.functional.rope_scaling import compute_rope_frequencies, default_inv_freq
 from transformer_math.nn.attention import MultiHeadAttention
+from transformer_math.nn.init import reset_children, seeded
 from transformer_math.nn.position import LearnedPositionalEmbedding, RotaryEmbedding
 
 SCHEMES = ("rope", "alibi", "learned")
@@ -236,6 +237,12 @@ class PositionLM(nn.Module):
         self.norm = nn.LayerNorm(cfg.d_model)
         self.head = nn.Linear(cfg.d_model, cfg.vocab_size)
 
+    @torch.no_grad()
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Children by the package convention, then the token table ~ N(0, 0.02^2)."""
+        reset_children(self, generator)
+        nn.init.normal_(self.embed.weight, std=0.02, generator=generator)
+
     def forward(self, tokens: Tensor, window: int | None = None) -> Tensor:
         """Logits (B, T, vocab); ``window`` restricts query i to keys j > i - window."""
         x = self.embed(tokens)  # (B, T, d)
@@ -312,9 +319,7 @@ def _masked_loss(logits: Tensor, targets: Tensor, mask: Tensor) -> Tensor:
 def train_model(cfg: RopeExtrapolationConfig, scheme: str, steps: int,
                 progress: Callable[[float], None] | None = None) -> tuple[PositionLM, float]:
     """Train one model at length ``train_len``; returns (model, mean loss of the last 10 %)."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(cfg.seed * 1000 + SCHEMES.index(scheme))
-        model = PositionLM(cfg, scheme)
+    model = seeded(lambda: PositionLM(cfg, scheme), cfg.seed * 1000 + SCHEMES.index(scheme))
     g = torch.Generator().manual_seed(cfg.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.98), weight_decay=0.01)
 

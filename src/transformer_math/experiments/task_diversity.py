@@ -26,6 +26,7 @@ import torch
 
 from transformer_math.data.regression import make_task_pool, sample_regression
 from transformer_math.nn.icl_gpt import ICLGPT, ICLGPTConfig
+from transformer_math.nn.init import seeded
 from transformer_math.theory.icl_baselines import dmmse_posterior, prefix_predictions, ridge_predict
 
 
@@ -110,12 +111,10 @@ def _lr_factor(step: int, total: int, warmup_fraction: float) -> float:
 def _train_one(config: TaskDiversityConfig, m: int, seed: int, x_eval, y_eval):
     g = torch.Generator().manual_seed(seed * 1_000_003 + m)
     pool = make_task_pool(m, config.x_dim, generator=g)
-    model = ICLGPT(
-        ICLGPTConfig(
-            config.x_dim, config.num_points, config.d_model, config.num_layers, config.num_heads
-        ),
-        generator=g,
+    model_config = ICLGPTConfig(
+        config.x_dim, config.num_points, config.d_model, config.num_layers, config.num_heads
     )
+    model = seeded(lambda: ICLGPT(model_config), g)
     with torch.no_grad():
         untrained = model(x_eval, y_eval)
     opt = torch.optim.AdamW(

@@ -31,41 +31,7 @@ from torch import Tensor, nn
 
 from transformer_math.functional.attention import scaled_dot_product_attention
 from transformer_math.nn.attention import MultiHeadAttention
-
-
-def _init_parameters(module: nn.Module, generator: torch.Generator, std: float = 0.02) -> None:
-    """Weights ~ N(0, std^2) from ``generator``; biases 0; LayerNorm weights 1."""
-    with torch.no_grad():
-        for sub in module.modules():
-            for name, p in sub.named_parameters(recurse=False):
-                if isinstance(sub, nn.LayerNorm):
-                    p.fill_(1.0 if name == "weight" else 0.0)
-                elif name == "bias":
-                    p.zero_()
-                else:
-                    p.normal_(0.0, std, generator=generator)
-
-
-def _init_fan_in_uniform(module: nn.Module, generator: torch.Generator) -> None:
-    """PyTorch's default scheme, drawn from ``generator``: every ``nn.Linear`` weight and bias
-    ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)); LayerNorm gains 1 and shifts 0; other tables 0.
-
-    For the regression GPT this matters: with N(0, 0.02^2) weights the D = 4 task-diversity runs
-    at M >= 32 stayed on the predict-zero plateau within 2000 steps (fresh-task MSE ~ D + sigma^2),
-    while this scheme reaches ~1.3x the ridge MSE at M = 64 (FACTS.md reports ~1.25x).
-    """
-    with torch.no_grad():
-        for sub in module.modules():
-            if isinstance(sub, nn.Linear):
-                bound = 1.0 / sub.in_features**0.5
-                sub.weight.uniform_(-bound, bound, generator=generator)
-                if sub.bias is not None:
-                    sub.bias.uniform_(-bound, bound, generator=generator)
-            elif isinstance(sub, nn.LayerNorm):
-                sub.weight.fill_(1.0)
-                sub.bias.zero_()
-        for p in module.parameters(recurse=False):  # e.g. the learned position table
-            p.zero_()
+from transformer_math.nn.init import normal_matrices_, reset_children
 
 
 # ------------------------------------------------------------------ prompt-as-sequence regression
@@ -123,7 +89,7 @@ def interleave_regression_tokens(x: Tensor, y: Tensor) -> Tensor:
 class ICLGPT(nn.Module):
     """GPT-style in-context regressor; ``forward(x, y)`` returns predictions of every y_i (B, K)."""
 
-    def __init__(self, config: ICLGPTConfig, *, generator: torch.Generator) -> None:
+    def __init__(self, config: ICLGPTConfig) -> None:
         super().__init__()
         self.config = config
         c = config
@@ -134,7 +100,20 @@ class ICLGPT(nn.Module):
         )
         self.norm_final = nn.LayerNorm(c.d_model)
         self.readout = nn.Linear(c.d_model, 1)
-        _init_fan_in_uniform(self, generator)
+
+    @torch.no_grad()
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """PyTorch's default scheme for every layer (``nn.init.reset_children``: linear weights
+        and biases ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)), LayerNorm 1 and 0) and a zero position
+        table.
+
+        For the regression GPT this matters: with N(0, 0.02^2) weights the D = 4 task-diversity
+        runs at M >= 32 stayed on the predict-zero plateau within 2000 steps (fresh-task MSE ~
+        D + sigma^2), while this scheme reaches ~1.3x the ridge MSE at M = 64 (FACTS.md reports
+        ~1.25x).
+        """
+        reset_children(self, generator)
+        self.position.zero_()
 
     def forward(self, x: Tensor, y: Tensor) -> Tensor:
         k = x.shape[1] if x.dim() == 3 else -1
@@ -215,7 +194,7 @@ class _RotaryAttention(nn.Module):
 class AttentionOnlyTransformer(nn.Module):
     """Attention-only pre-LN decoder with RoPE; ``forward`` returns (logits, per-layer weights)."""
 
-    def __init__(self, config: AttentionOnlyConfig, *, generator: torch.Generator) -> None:
+    def __init__(self, config: AttentionOnlyConfig) -> None:
         super().__init__()
         self.config = config
         c = config
@@ -226,7 +205,12 @@ class AttentionOnlyTransformer(nn.Module):
         )
         self.norm_final = nn.LayerNorm(c.d_model)
         self.unembed = nn.Linear(c.d_model, c.vocab_size, bias=False)
-        _init_parameters(self, generator)
+
+    @torch.no_grad()
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """GPT-2's scheme: every matrix ~ N(0, 0.02^2), LayerNorm gains 1 and shifts 0."""
+        reset_children(self, generator)
+        normal_matrices_(self, generator, 0.02)
 
     def forward(self, tokens: Tensor) -> tuple[Tensor, list[Tensor]]:
         """tokens (B, T) int64 -> logits (B, T, vocab), weights per layer (B, H, T, T)."""

@@ -23,6 +23,7 @@ from torch import Tensor, nn
 
 from transformer_math.nn.attention import KVCache, count_parameters
 from transformer_math.nn.blocks import BlockConfig, TransformerBlock
+from transformer_math.nn.init import reset_children
 from transformer_math.nn.norms import build_norm
 
 POSITION_KINDS = ("learned", "none")
@@ -86,12 +87,22 @@ class DecoderOnlyLM(nn.Module):
         self.blocks = nn.ModuleList(TransformerBlock(block) for _ in range(config.num_layers))
         self.final_norm = build_norm(config.norm_type, config.dim) if config.norm == "pre" else None
         self.lm_head = nn.Linear(config.dim, config.vocab_size, bias=False)
-        with torch.no_grad():  # GPT-2 initialisation of the embedding tables: N(0, 0.02^2)
-            self.token_embedding.weight.normal_(0.0, 0.02)
-            if self.position_embedding is not None:
-                self.position_embedding.weight.normal_(0.0, 0.02)
         if config.tie_embeddings:
             self.lm_head.weight = self.token_embedding.weight
+        self._init_embeddings(None)
+
+    @torch.no_grad()
+    def _init_embeddings(self, generator: torch.Generator | None) -> None:
+        """GPT-2 initialisation of the embedding tables: N(0, 0.02^2) (a tied head shares it)."""
+        nn.init.normal_(self.token_embedding.weight, 0.0, 0.02, generator=generator)
+        if self.position_embedding is not None:
+            nn.init.normal_(self.position_embedding.weight, 0.0, 0.02, generator=generator)
+
+    @torch.no_grad()
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Blocks and head by the package convention (``nn.init``), then the embedding tables."""
+        reset_children(self, generator)
+        self._init_embeddings(generator)
 
     def new_caches(self) -> list[KVCache]:
         """One empty :class:`KVCache` per layer."""

@@ -57,16 +57,22 @@ class LinearSelfAttentionLayer(nn.Module):
             raise ValueError(f"embed_dim must be a positive int, got {embed_dim!r}")
         if init_std < 0:
             raise ValueError(f"init_std must be >= 0, got {init_std}")
-        self.embed_dim = embed_dim
+        self.embed_dim, self.init_std = embed_dim, init_std
 
-        def init() -> nn.Parameter:
-            w = torch.randn(embed_dim, embed_dim, generator=generator, dtype=dtype) * init_std
-            return nn.Parameter(w)
+        def empty() -> nn.Parameter:
+            return nn.Parameter(torch.empty(embed_dim, embed_dim, dtype=dtype))
 
-        self.key = init()
-        self.query = init()
-        self.value = init()
-        self.projection = init()
+        self.key = empty()
+        self.query = empty()
+        self.value = empty()
+        self.projection = empty()
+        self.reset_parameters(generator)
+
+    @torch.no_grad()
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """W_K, W_Q, W_V, P ~ N(0, init_std^2), drawn in that order from ``generator``."""
+        for w in (self.key, self.query, self.value, self.projection):
+            nn.init.normal_(w, 0.0, self.init_std, generator=generator)
 
     def forward(self, tokens: Tensor) -> Tensor:
         """tokens (B, N + 1, D) with the query last; returns the updated tokens, same shape."""

@@ -25,6 +25,13 @@ class LayerNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim)) if affine else None
         self.bias = nn.Parameter(torch.zeros(dim)) if affine else None
 
+    @torch.no_grad()
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """gamma = 1, beta = 0 (deterministic; ``generator`` is accepted for the convention)."""
+        if self.weight is not None and self.bias is not None:
+            self.weight.fill_(1.0)
+            self.bias.zero_()
+
     def forward(self, x: Tensor) -> Tensor:
         return layer_norm(x, self.weight, self.bias, self.eps)
 
@@ -38,6 +45,12 @@ class RMSNorm(nn.Module):
             raise ValueError(f"dim must be positive, got {dim}")
         self.dim, self.eps = dim, eps
         self.weight = nn.Parameter(torch.ones(dim)) if affine else None
+
+    @torch.no_grad()
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """gamma = 1 (deterministic; ``generator`` is accepted for the convention)."""
+        if self.weight is not None:
+            self.weight.fill_(1.0)
 
     def forward(self, x: Tensor) -> Tensor:
         return rms_norm(x, self.weight, self.eps)

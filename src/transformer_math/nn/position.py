@@ -72,8 +72,14 @@ class LearnedPositionalEmbedding(nn.Module):
         super().__init__()
         if num_positions < 1 or dim < 1:
             raise ValueError(f"num_positions and dim must be >= 1, got {num_positions}, {dim}")
-        self.num_positions, self.dim = num_positions, dim
-        self.weight = nn.Parameter(torch.randn(num_positions, dim, generator=generator) * init_std)
+        self.num_positions, self.dim, self.init_std = num_positions, dim, init_std
+        self.weight = nn.Parameter(torch.empty(num_positions, dim))
+        self.reset_parameters(generator)
+
+    @torch.no_grad()
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """E ~ N(0, init_std^2) from ``generator`` (the global RNG when None, as torch does)."""
+        nn.init.normal_(self.weight, 0.0, self.init_std, generator=generator)
 
     def embedding(self, positions: Tensor) -> Tensor:
         if positions.numel() and (int(positions.max()) >= self.num_positions

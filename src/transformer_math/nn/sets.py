@@ -33,6 +33,7 @@ import torch
 from torch import Tensor, nn
 
 from transformer_math.nn.attention import MultiHeadAttention
+from transformer_math.nn.init import reset_children
 
 POOLINGS = ("sum", "mean", "max")
 
@@ -151,9 +152,17 @@ class InducedSetAttentionBlock(nn.Module):
         super().__init__()
         if num_inducing < 1:
             raise ValueError(f"num_inducing must be >= 1, got {num_inducing}")
-        self.inducing = nn.Parameter(torch.randn(1, num_inducing, dim) / dim**0.5)
+        self.inducing = nn.Parameter(torch.empty(1, num_inducing, dim))
         self.mab_in = MultiheadAttentionBlock(dim, num_heads, **kwargs)  # type: ignore[arg-type]
         self.mab_out = MultiheadAttentionBlock(dim, num_heads, **kwargs)  # type: ignore[arg-type]
+        nn.init.normal_(self.inducing, 0.0, dim**-0.5)  # torch's convention: the global RNG
+
+    @torch.no_grad()
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Children by the package convention, then I ~ N(0, 1/d) (Lee et al. 2019 use a
+        Xavier-scaled draw; 1/d keeps |I_j| ~ 1)."""
+        reset_children(self, generator)
+        nn.init.normal_(self.inducing, 0.0, self.inducing.shape[-1] ** -0.5, generator=generator)
 
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
         _check_set(x, self.mab_in.dim, key_padding_mask)
@@ -172,9 +181,16 @@ class PoolingByMultiheadAttention(nn.Module):
         super().__init__()
         if num_seeds < 1:
             raise ValueError(f"num_seeds must be >= 1, got {num_seeds}")
-        self.seeds = nn.Parameter(torch.randn(1, num_seeds, dim) / dim**0.5)
+        self.seeds = nn.Parameter(torch.empty(1, num_seeds, dim))
         self.rff = nn.Sequential(nn.Linear(dim, dim), nn.ReLU())
         self.mab = MultiheadAttentionBlock(dim, num_heads, **kwargs)  # type: ignore[arg-type]
+        nn.init.normal_(self.seeds, 0.0, dim**-0.5)  # torch's convention: the global RNG
+
+    @torch.no_grad()
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Children by the package convention, then the seeds S ~ N(0, 1/d)."""
+        reset_children(self, generator)
+        nn.init.normal_(self.seeds, 0.0, self.seeds.shape[-1] ** -0.5, generator=generator)
 
     def forward(self, z: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
         _check_set(z, self.mab.dim, key_padding_mask)

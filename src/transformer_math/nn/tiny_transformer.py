@@ -30,6 +30,7 @@ import torch
 from torch import Tensor, nn
 
 from transformer_math.nn.attention import MultiHeadAttention
+from transformer_math.nn.init import seeded
 
 BLOCKS = ("full", "attention_only", "ffn_only")
 POSITIONS = ("none", "learned", "sinusoidal", "relative", "local_relative")
@@ -84,6 +85,11 @@ class _LearnedPositions(_NoPositions):
         self.table = nn.Embedding(cfg.max_len, cfg.embed_dim)
         nn.init.normal_(self.table.weight, std=0.02)
 
+    @torch.no_grad()
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """The position table ~ N(0, 0.02^2) (GPT-2's scale)."""
+        nn.init.normal_(self.table.weight, std=0.02, generator=generator)
+
     def embed(self, h: Tensor) -> Tensor:
         t = h.shape[1]
         if t > self.max_len:
@@ -116,6 +122,11 @@ class _RelativeBias(_NoPositions):
         super().__init__()
         self.window = cfg.relative_window
         self.bias = nn.Parameter(torch.zeros(cfg.num_heads, 2 * cfg.relative_window - 1))
+
+    @torch.no_grad()
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Relative biases start at 0 (no offset preferred)."""
+        self.bias.zero_()
 
     def attention_bias(self, t: int, s: int) -> Tensor:
         q_pos = torch.arange(t)[:, None] + (s - t)  # queries are the last t positions
@@ -222,8 +233,7 @@ class TinyTransformer(nn.Module):
 
 
 def build_tiny_transformer(cfg: TinyTransformerConfig, seed: int) -> TinyTransformer:
-    """Build the model with parameters initialised from ``seed`` (no global RNG state is used)."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return TinyTransformer(cfg)
+    """Build the model with every parameter drawn from a generator seeded with ``seed``
+    (``nn.init.seeded``: the global RNG is neither read nor advanced)."""
+    return seeded(lambda: TinyTransformer(cfg), seed)
 

@@ -14,6 +14,8 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
+from transformer_math.nn.init import private_rng, seeded
+
 Batch = dict[str, Tensor]
 
 
@@ -46,8 +48,7 @@ def train_policy(
     # Dropout draws from torch's global RNG: fork it and seed it from ``generator`` so that
     # training is deterministic given the generator and the caller's global state is untouched.
     dropout_seed = generator.initial_seed() + 1  # does not advance the batch generator
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(dropout_seed)
+    with private_rng(dropout_seed):
         for step in range(steps):
             loss, _ = policy(sample_batch(generator))
             opt.zero_grad(set_to_none=True)
@@ -84,8 +85,6 @@ def chunk_sampler(observations: Tensor, actions: Tensor, chunk_size: int,
 
 
 def build_seeded(factory: Callable[[], nn.Module], seed: int) -> nn.Module:
-    """Construct a module with parameter initialisation drawn from ``seed``; the global RNG
-    state is forked and restored, so no global state leaks in or out."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return factory()
+    """Construct a module with every parameter drawn from a generator seeded with ``seed``
+    (``nn.init.seeded``: the global RNG is neither read nor advanced)."""
+    return seeded(factory, seed)

@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from transformer_math.nn.init import reset_children
 from transformer_math.robotics.policies.base import ChunkPolicy, register_policy
 from transformer_math.robotics.policies.blocks import PolicyBlock
 
@@ -91,7 +92,7 @@ class ACTPolicy(ChunkPolicy):
         self.cls = nn.Parameter(torch.zeros(1, 1, d))
         self.enc_state = nn.Linear(config.state_dim, d)
         self.enc_action = nn.Linear(config.action_dim, d)
-        self.enc_pos = nn.Parameter(0.02 * torch.randn(1, k + 2, d))
+        self.enc_pos = nn.Parameter(torch.empty(1, k + 2, d))
         self.posterior = nn.ModuleList(
             PolicyBlock(d, config.num_heads, dropout=config.dropout)
             for _ in range(config.encoder_layers)
@@ -101,13 +102,13 @@ class ACTPolicy(ChunkPolicy):
         # decoder p(A | s, z)
         self.mem_latent = nn.Linear(config.latent_dim, d)
         self.mem_state = nn.Linear(config.state_dim, d)
-        self.mem_pos = nn.Parameter(0.02 * torch.randn(1, 2, d))
+        self.mem_pos = nn.Parameter(torch.empty(1, 2, d))
         self.memory_blocks = nn.ModuleList(
             PolicyBlock(d, config.num_heads, dropout=config.dropout)
             for _ in range(config.encoder_layers)
         )
         self.mem_norm = nn.LayerNorm(d)
-        self.queries = nn.Parameter(0.02 * torch.randn(1, k, d))
+        self.queries = nn.Parameter(torch.empty(1, k, d))
         self.decoder_blocks = nn.ModuleList(
             PolicyBlock(d, config.num_heads, dropout=config.dropout, cross_attention=True)
             for _ in range(config.decoder_layers)
@@ -116,6 +117,20 @@ class ACTPolicy(ChunkPolicy):
         self.action_head = nn.Linear(d, config.action_dim)
         self.generator = torch.Generator().manual_seed(config.seed)
         self._episode_z = None
+        self._init_own(None)
+
+    @torch.no_grad()
+    def _init_own(self, generator: torch.Generator | None) -> None:
+        """CLS token 0; position tables and decoder queries ~ N(0, 0.02^2)."""
+        self.cls.zero_()
+        for table in (self.enc_pos, self.mem_pos, self.queries):
+            nn.init.normal_(table, 0.0, 0.02, generator=generator)
+
+    @torch.no_grad()
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Layers by the package convention (``nn.init``), then the learned tables."""
+        reset_children(self, generator)
+        self._init_own(generator)
 
     @staticmethod
     def config_from_dict(d: dict[str, Any]) -> ACTConfig:

@@ -22,6 +22,7 @@ import torch
 from safetensors.torch import load_file, safe_open, save_file
 from torch import Tensor, nn
 
+from transformer_math.nn.init import no_init_draws
 from transformer_math.robotics.policies.ensembling import ChunkQueue, Executor
 
 POLICY_KINDS: dict[str, type[nn.Module]] = {}
@@ -146,7 +147,7 @@ def load_policy(path: str | Path) -> nn.Module:
         )
     cls = POLICY_KINDS[kind]
     config = cls.config_from_dict(json.loads(meta["config"]))  # type: ignore[attr-defined]
-    with torch.random.fork_rng(devices=[]):  # init is overwritten; keep global RNG untouched
+    with no_init_draws():  # every tensor is overwritten by the file's
         policy = cls(config)
     policy.load_state_dict(load_file(str(path)))
     policy.eval()
