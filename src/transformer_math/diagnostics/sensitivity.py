@@ -25,6 +25,7 @@ from torch import Tensor
 
 from transformer_math.functional.attention import attention_logits
 from transformer_math.nn.attention import MultiHeadAttention
+from transformer_math.nn.init import no_init_draws
 
 NORMALISATIONS = ("softmax", "none")
 
@@ -67,7 +68,8 @@ class BoundedAttentionLayer:
             raise ValueError(f"embed_dim must be a positive int, got {embed_dim!r}")
         if not (math.isfinite(embed_norm) and embed_norm > 0):
             raise ValueError(f"embed_norm must be positive and finite, got {embed_norm}")
-        self.attn = MultiHeadAttention(embed_dim, 1, backend="reference").double()
+        with no_init_draws():  # every weight is drawn from ``generator`` below
+            self.attn = MultiHeadAttention(embed_dim, 1, backend="reference").double()
         with torch.no_grad():
             for p in self.attn.parameters():
                 p.copy_(torch.randn(p.shape, generator=generator, dtype=torch.float64)

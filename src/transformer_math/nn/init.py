@@ -34,6 +34,7 @@ import contextlib
 import functools
 import inspect
 import math
+import sys
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -57,18 +58,26 @@ def no_init_draws() -> Iterator[None]:
     Modules constructed here hold uninitialised memory until :func:`reset_parameters` fills them;
     the global RNG is neither read nor advanced by their construction.
     """
-    saved = {name: getattr(nn.init, name) for name in _SILENCED}
+    originals = {getattr(nn.init, name): name for name in _SILENCED}
+    # ``torch.nn.init`` itself, and every torch.nn module that imported an initialiser by name
+    # (``torch/nn/modules/activation.py`` does: ``from torch.nn.init import xavier_uniform_``).
+    holders = [nn.init, *(m for name, m in list(sys.modules.items())
+                          if name.startswith("torch.nn.modules.") and m is not None)]
+    saved: list[tuple[object, str, object]] = []
 
     def untouched(tensor: torch.Tensor, *args: object, **kwargs: object) -> torch.Tensor:
         return tensor
 
     try:
-        for name in _SILENCED:
-            setattr(nn.init, name, untouched)
+        for holder in holders:
+            for attr, value in list(vars(holder).items()):
+                if callable(value) and value in originals:
+                    saved.append((holder, attr, value))
+                    setattr(holder, attr, untouched)
         yield
     finally:
-        for name, fn in saved.items():
-            setattr(nn.init, name, fn)
+        for holder, attr, value in saved:
+            setattr(holder, attr, value)
 
 
 def seeded(factory: Callable[[], M], generator: torch.Generator | int) -> M:

@@ -29,6 +29,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from transformer_math.nn.init import no_init_draws
+
 
 def _check_positive(name: str, value: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -76,8 +78,9 @@ def relu_interpolant_1d(
     values = fn(knots)
     slopes = (values[1:] - values[:-1]) / (knots[1:] - knots[:-1])  # (m,)
     coeffs = torch.cat([slopes[:1], slopes[1:] - slopes[:-1]])  # (m,)
-    hidden = nn.Linear(1, num_units, dtype=torch.float64)
-    out = nn.Linear(num_units, 1, dtype=torch.float64)
+    with no_init_draws():  # every weight is set below
+        hidden = nn.Linear(1, num_units, dtype=torch.float64)
+        out = nn.Linear(num_units, 1, dtype=torch.float64)
     with torch.no_grad():
         hidden.weight.fill_(1.0)
         hidden.bias.copy_(-knots[:-1])  # unit k is ReLU(x - x_k)

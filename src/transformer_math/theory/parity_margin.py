@@ -30,6 +30,7 @@ import torch
 from torch import Tensor
 
 from transformer_math.nn.attention import MultiHeadAttention
+from transformer_math.nn.init import no_init_draws
 
 _BIT, _POS, _SIGN, _SLOT = range(4)  # residual-stream coordinates
 WIDTH = 4
@@ -38,7 +39,8 @@ WIDTH = 4
 def _uniform_attention(source: int) -> MultiHeadAttention:
     """One head, W_Q = W_K = 0 (all logits 0: weights exactly 1/T), value = coordinate ``source``
     written to the slot coordinate."""
-    attn = MultiHeadAttention(WIDTH, 1, bias=False, backend="sdpa").double()
+    with no_init_draws():  # every weight is set below
+        attn = MultiHeadAttention(WIDTH, 1, bias=False, backend="sdpa").double()
     with torch.no_grad():
         for proj in (attn.q_proj, attn.k_proj, attn.v_proj, attn.out_proj):
             proj.weight.zero_()
