@@ -16,7 +16,9 @@ time. A benchmark with ``target_ratio`` passes when ``ratio <= target_ratio``.
     log t = a log n + b
 
 by least squares (:func:`fit_power_law`); ``a`` is the exponent (2 for full attention at fixed
-head_dim, 000 §8.3.1; 1 for linear attention). The claim ``attention.quadratic-cost`` uses it.
+head_dim, 000 §8.3.1; 1 for linear attention). The benchmarks ``attention.time-exponent`` and
+``attention.linear-time-exponent`` use it; the claim ``attention.quadratic-cost`` decides on counted
+work instead (``diagnostics.op_counts``), which another process cannot disturb.
 
 Every timing function takes an injectable ``timer`` (default :data:`DEFAULT_TIMER`,
 ``time.perf_counter``) so that tests can use a fake clock. ``torch.set_num_threads`` is never
@@ -291,7 +293,7 @@ def fit_time_exponent(
     spreads over all of them). ``times`` summarise each size's repeats by ``statistic``: ``"min"``
     (default; as ``timeit`` advises, slower repeats come from interference such as other
     processes preempting a BLAS thread, not from the workload) or ``"median"``. ``slope`` is the
-    least-squares exponent of :func:`fit_power_law`. Example (claim ``attention.quadratic-cost``)::
+    least-squares exponent of :func:`fit_power_law`. Example (``attention.time-exponent``)::
 
         def make(n):
             q = k = v = torch.randn(1, 2, n, 64, generator=g)

@@ -12,10 +12,13 @@ Every check measures the project's own implementation (``functional.attention_lo
 ``nn.MultiHeadAttention``, ``nn.count_parameters``) and compares it with a prediction computed
 independently (closed form, sampling theory or the seed's printed numbers). Every falsifier is the
 same check on a deliberately wrong variant, chosen by a keyword argument. All randomness comes
-from ``ctx.generator(offset)``; modules are built with the global RNG state saved and restored,
-then re-initialised from that generator, so each check is deterministic given ``ctx.seed``
-(``attention.quadratic-cost`` measures time, which is not). The quick checks run with one
-intra-op thread (see ``_single_threaded``).
+from ``ctx.generator(offset)`` and modules are built by ``nn.init.seeded`` from such a generator
+(no draw from the global RNG), so each check is deterministic given ``ctx.seed``; the verdict of
+``attention.quadratic-cost`` rests on counted work, and only the times it reports beside it vary
+from run to run. The quick checks run with one intra-op thread (see ``_single_threaded``).
+
+Every check reports its pass conditions as margins (``Evidence.margins``) and takes its verdict
+from them (``all_hold``), so a margin that does not hold is exactly a failed check (issue 12).
 """
 
 from __future__ import annotations
@@ -33,22 +36,28 @@ from transformer_math.claims.registry import (
     Evidence,
     Falsifier,
     Figure,
+    Margin,
     Series,
-    Size,
     Tier,
     agreement,
+    all_hold,
+    at_least,
+    at_most,
     claim,
-    within,
+    close_to,
 )
 from transformer_math.diagnostics import (
+    WorkCount,
     attention_entropy,
     convex_hull_test,
     count_flops,
+    count_work,
     fit_power_law,
     jacobian_matrix,
     jacobian_spectral_norm,
-    time_over_sizes,
+    times_over_sizes,
     torch_threads,
+    work_polynomial,
 )
 from transformer_math.functional import (
     attention_logits,
@@ -214,7 +223,7 @@ def check_sqrt_dk_variance(ctx: Context, *, scale: str = "sqrt_dk") -> Evidence:
     n_sigma = 5.0
     notes: list[str] = []
     details: dict[str, Any] = {"samples": samples, "scale": scale}
-    checks: list[bool] = []
+    margins: list[Margin] = []
 
     # (1) Var(q.k) = d_k and Var(scale * q.k) = 1 for d_k in {16, 64, 512}.
     unscaled, scaled, tolerances = [], [], []
@@ -225,8 +234,8 @@ def check_sqrt_dk_variance(ctx: Context, *, scale: str = "sqrt_dk") -> Evidence:
         unscaled.append(v_raw)
         scaled.append(v_sc)
         tolerances.append(rel)
-        checks.append(within(v_raw, d_k, rel=rel))
-        checks.append(within(v_sc, 1.0, rel=rel))
+        margins.append(close_to(f"Var(q.k), d_k = {d_k}", v_raw, d_k, rel=rel))
+        margins.append(close_to(f"Var(scale q.k), d_k = {d_k}", v_sc, 1.0, rel=rel))
     details["d_k"] = [16, 64, 512]
     details["var_unscaled"] = unscaled
     details["var_scaled"] = scaled
@@ -239,7 +248,10 @@ def check_sqrt_dk_variance(ctx: Context, *, scale: str = "sqrt_dk") -> Evidence:
         d_k, samples, gen, scales=(1.0, _scale_for(scale, d_k)), sigma_q=2.0, sigma_k=0.5
     )
     var_a, var_a_scaled = float(raw_a.var()), float(sc_a.var())
-    checks += [within(var_a, d_k * 4.0 * 0.25, rel=rel), within(var_a_scaled, 1.0, rel=rel)]
+    margins += [
+        close_to("sigma_q = 2, sigma_k = 0.5: Var(q.k)", var_a, d_k * 4.0 * 0.25, rel=rel),
+        close_to("sigma_q = 2, sigma_k = 0.5: Var(scale q.k)", var_a_scaled, 1.0, rel=rel),
+    ]
     details["general_a"] = {
         "sigma_q": 2.0, "sigma_k": 0.5, "d_k": d_k, "predicted": d_k * 1.0,
         "var_unscaled": var_a, "var_scaled": var_a_scaled,
@@ -264,10 +276,12 @@ def check_sqrt_dk_variance(ctx: Context, *, scale: str = "sqrt_dk") -> Evidence:
     var_b_corrected = float(attention_logits(q0, k1, corrected).double().var())
     n_b = pairs * heads
     rel_b = n_sigma * _variance_rel_se(d_k, n_b)
-    checks += [
-        within(var_b, d_k * 2.0, rel=rel_b),
-        within(var_b_standard, 2.0, rel=rel_b),  # the plain sqrt(d_k) leaves variance 2
-        within(var_b_corrected, 1.0, rel=rel_b),
+    margins += [
+        close_to("W_Q at twice W_K's variance: Var(q.k)", var_b, d_k * 2.0, rel=rel_b),
+        # the plain sqrt(d_k) leaves variance 2
+        close_to("W_Q at twice W_K's variance: Var(scale q.k)", var_b_standard, 2.0, rel=rel_b),
+        close_to("W_Q at twice W_K's variance: Var(corrected scale q.k)", var_b_corrected, 1.0,
+                 rel=rel_b),
     ]
     details["general_b"] = {
         "sigma_q^2": 2.0, "sigma_k^2": 1.0, "d_k": d_k, "samples": n_b,
@@ -321,7 +335,7 @@ def check_sqrt_dk_variance(ctx: Context, *, scale: str = "sqrt_dk") -> Evidence:
             f"d_k = 16 / 64 / 512 (5 standard errors, N = {samples}); {rel_b:.3f} for the W_Q "
             "case"
         ),
-        verdict=agreement(all(checks)),
+        verdict=agreement(all_hold(margins)),
         notes=[
             "Order: Var(q.k) for d_k = 16, 64, 512; Var(q.k/sqrt(d_k)) for the same; "
             "Var(q.k) with W_Q at twice W_K's variance (d_k = 64, predicted d_k sigma_q^2 "
@@ -330,6 +344,7 @@ def check_sqrt_dk_variance(ctx: Context, *, scale: str = "sqrt_dk") -> Evidence:
         ],
         figures=[figure],
         details=details,
+        margins=margins,
     )
 
 
@@ -397,9 +412,14 @@ def check_softmax_saturation(ctx: Context, *, scale: str = "sqrt_dk") -> Evidenc
         closed = softmax_jacobian(stable_softmax(row, dim=-1))
         jac_err = max(jac_err, float((auto - closed).abs().max()))
 
-    saturated = unscaled["max_weight"] >= 0.99 and unscaled["jacobian_norm"] <= 0.01
-    soft = scaled["max_weight"] <= 0.5 and scaled["jacobian_norm"] >= 0.1
-    ok = saturated and soft and jac_err <= 1e-12
+    margins = [
+        at_least("unscaled: median max weight", unscaled["max_weight"], 0.99),
+        at_most("unscaled: median ||J||_2", unscaled["jacobian_norm"], 0.01),
+        at_most("scaled: median max weight", scaled["max_weight"], 0.5),
+        at_least("scaled: median ||J||_2", scaled["jacobian_norm"], 0.1),
+        at_most("max |closed-form - autograd softmax Jacobian|", jac_err, 1e-12),
+    ]
+    ok = all_hold(margins)
 
     grid = [2.0**e for e in range(-10, 1)]  # 1/1024 .. 1
     curve = [_row_statistics(weights_at(t)) for t in grid]
@@ -437,6 +457,7 @@ def check_softmax_saturation(ctx: Context, *, scale: str = "sqrt_dk") -> Evidenc
             "d_k": d_k, "keys": n_keys, "rows": rows, "scaled_arm_scale": scaled_t,
             "unscaled": unscaled, "scaled": scaled, "jacobian_autograd_error": jac_err,
         },
+        margins=margins,
     )
 
 
@@ -466,10 +487,11 @@ def _causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: str) -> tuple[Tenso
     raise ValueError(f"mask must be 'before-softmax' or 'after-softmax', got {mask!r}")
 
 
-def _inside_by_directions(points: Tensor, ys: Tensor, directions: Tensor, tol: float) -> bool:
-    """Necessary condition for ys in conv(points): u.y <= max_j u.v_j for every direction u."""
+def _support_violation(points: Tensor, ys: Tensor, directions: Tensor) -> float:
+    """max over y and u of u.y - max_j u.v_j: <= 0 (up to rounding) is necessary for every y to
+    lie in conv(points), for every direction u."""
     support = (points @ directions.T).amax(dim=0)  # (U,) support function of the hull
-    return bool(((ys @ directions.T) <= support + tol).all())
+    return float(((ys @ directions.T) - support).max())
 
 
 @claim(
@@ -510,21 +532,18 @@ def check_row_stochastic(ctx: Context, *, mask: str = "before-softmax") -> Evide
     arms = {"full": (full.weights, full_fused), "causal": (causal_w, causal_out)}
     directions = torch.randn(512, d, generator=gen)
     directions = directions / directions.norm(dim=-1, keepdim=True)
-    measured: dict[str, dict[str, float | bool]] = {}
-    ok = True
+    measured: dict[str, dict[str, float]] = {}
     for name, (w, out) in arms.items():
         row_err = float((w.sum(-1) - 1.0).abs().max())
         min_w = float(w.min())
         recon = float((w @ v - out).abs().max())
-        inside = all(
-            _inside_by_directions(v[b, 0], out[b, 0], directions, 1e-5) for b in range(batch)
+        violation = max(
+            _support_violation(v[b, 0], out[b, 0], directions) for b in range(batch)
         )
-        arm_ok = min_w >= 0.0 and row_err <= 1e-6 and recon <= 1e-5 and inside
         measured[name] = {
             "min_weight": min_w, "max_row_sum_error": row_err, "max_AV_minus_output": recon,
-            "inside_by_directions": inside, "ok": arm_ok,
+            "support_violation": violation,
         }
-        ok = ok and arm_ok
 
     # The three exits of the scope note, from the full (non-causal) outputs o.
     o = full_fused[:, 0]  # (B, n, d): the head's output in value space
@@ -543,9 +562,20 @@ def check_row_stochastic(ctx: Context, *, mask: str = "before-softmax") -> Evide
     exit_counts = {
         name: int(outside[:, (i + 1) * n : (i + 2) * n].sum()) for i, name in enumerate(exits)
     }
-    leaves = all(c >= 1 for c in exit_counts.values())
-    ok = ok and leaves
     points = batch * n
+
+    def worst(key: str, pick: Callable[..., float] = max) -> float:
+        return pick(measured[a][key] for a in arms)
+
+    margins = [
+        at_least("min attention weight (full, causal)", worst("min_weight", min), 0.0),
+        at_most("max |row sum - 1| (full, causal)", worst("max_row_sum_error"), 1e-6),
+        at_most("max |A V - output| (full, causal)", worst("max_AV_minus_output"), 1e-5),
+        at_most("max u.o - max_j u.v_j over 512 directions", worst("support_violation"), 1e-5),
+        *(at_least(f"{name}: points certified outside conv(V)", c, 1)
+          for name, c in exit_counts.items()),
+    ]
+    ok = all_hold(margins)
     return Evidence(
         predicted="A >= 0, |row sum - 1| <= 1e-6, outputs in conv(V); exits leave conv(V)",
         measured=[
@@ -567,6 +597,7 @@ def check_row_stochastic(ctx: Context, *, mask: str = "before-softmax") -> Evide
             "mask": mask, "arms": measured, "exits_certified_outside": exit_counts,
             "points_per_exit": points, "attention_output_hull_distance": attention_distance,
         },
+        margins=margins,
     )
 
 
@@ -621,7 +652,11 @@ def check_permutation_equivariance(ctx: Context, *, position: str = "none") -> E
     errors = {"reference": equivariance_error(ref, code), "sdpa": equivariance_error(fused, code)}
     with_pe = equivariance_error(ref, pe)
     tol = 1e-12
-    ok = all(e <= tol for e in errors.values()) and with_pe > 1e-3
+    margins = [
+        at_most("max relative equivariance error (reference, sdpa)", max(errors.values()), tol),
+        at_least("relative error with the sinusoidal code added", with_pe, 1e-3),
+    ]
+    ok = all_hold(margins)
     return Evidence(
         predicted=0.0,
         measured=_sig(max(errors.values())),
@@ -633,6 +668,7 @@ def check_permutation_equivariance(ctx: Context, *, position: str = "none") -> E
             f"{with_pe:.3f}: position codes break equivariance.",
         ],
         details={"position": position, "errors": errors, "error_with_position_code": with_pe},
+        margins=margins,
     )
 
 
@@ -705,7 +741,14 @@ def check_causal_mask(ctx: Context, *, mask: str = "before-softmax") -> Evidence
         prefix_diff["sdpa"] = max(
             prefix_diff["sdpa"], float((f2[:, : t + 1] - f1[:, : t + 1]).abs().max())
         )
-    ok = nonzero_future == 0 and row_err <= 1e-6 and max(prefix_diff.values()) <= 1e-6
+    margins = [
+        at_most("nonzero weights above the diagonal (integers: < 1/2 is none)", nonzero_future,
+                0.5),
+        at_most("max |row sum - 1|", row_err, 1e-6),
+        at_most("max change of outputs at t' <= t when tokens after t change",
+                max(prefix_diff.values()), 1e-6),
+    ]
+    ok = all_hold(margins)
     return Evidence(
         predicted=[0, 0.0, 0.0],
         measured=[nonzero_future, _sig(row_err), _sig(max(prefix_diff.values()))],
@@ -719,6 +762,7 @@ def check_causal_mask(ctx: Context, *, mask: str = "before-softmax") -> Evidence
             "mask": mask, "n": n, "heads": heads, "nonzero_future_weights": nonzero_future,
             "max_row_sum_error": row_err, "prefix_change": prefix_diff,
         },
+        margins=margins,
     )
 
 
@@ -762,12 +806,16 @@ def check_hand_example(ctx: Context, *, scale: str = "sqrt_dk") -> Evidence:
     e = math.exp(1.0 / math.sqrt(2.0))
     exact_w = [e / (2 * e + 1), 1 / (2 * e + 1), e / (2 * e + 1)]
     exact_o = [exact_w[0] * 10 + exact_w[2] * 5, exact_w[1] * 10 + exact_w[2] * 5]
-    ok = (
-        all(within(m, p, abs_=5e-4) for m, p in zip(weights, seed_weights, strict=True))
-        and all(within(m, p, abs_=0.01) for m, p in zip(output, seed_output, strict=True))
-        and all(within(m, p, abs_=1e-12) for m, p in zip(weights, exact_w, strict=True))
-        and all(within(m, p, abs_=1e-12) for m, p in zip(output, exact_o, strict=True))
-    )
+    def max_diff(a: list[float], b: list[float]) -> float:
+        return max(abs(x - y) for x, y in zip(a, b, strict=True))
+
+    margins = [
+        at_most("max |weight - seed's printed weight|", max_diff(weights, seed_weights), 5e-4),
+        at_most("max |output - seed's printed output|", max_diff(output, seed_output), 0.01),
+        at_most("max |weight - closed form|", max_diff(weights, exact_w), 1e-12),
+        at_most("max |output - closed form|", max_diff(output, exact_o), 1e-12),
+    ]
+    ok = all_hold(margins)
     return Evidence(
         predicted=[*seed_weights, *seed_output],
         measured=[round(w, 4) for w in weights] + [round(o, 4) for o in output],
@@ -781,6 +829,7 @@ def check_hand_example(ctx: Context, *, scale: str = "sqrt_dk") -> Evidence:
         ],
         details={"scale": scale, "weights": weights, "output": output,
                  "exact_weights": exact_w, "exact_output": exact_o},
+        margins=margins,
     )
 
 
@@ -789,10 +838,11 @@ def check_hand_example(ctx: Context, *, scale: str = "sqrt_dk") -> Evidence:
 # ---------------------------------------------------------------------------------------------
 
 
-def _relative_asymmetry(m: Tensor) -> float:
-    """||M - M^T||_F / ||M||_F over the last two dimensions (max over leading ones)."""
+def _relative_asymmetry(m: Tensor, reduce: str = "max") -> float:
+    """||M - M^T||_F / ||M||_F over the last two dimensions (max or min over leading ones)."""
     diff = torch.linalg.matrix_norm(m - m.transpose(-2, -1))
-    return float((diff / torch.linalg.matrix_norm(m)).max())
+    ratio = diff / torch.linalg.matrix_norm(m)
+    return float(ratio.max() if reduce == "max" else ratio.min())
 
 
 @claim(
@@ -817,14 +867,20 @@ def check_asymmetry(ctx: Context, *, normalization: str = "row") -> Evidence:
     orders above the float64 noise floor); and the identity log A_ij - log A_ji = log Z_j -
     log Z_i with log Z_i = logsumexp_j S_ij (computed by ``torch.logsumexp``, not by the softmax
     under test), within 1e-9: the asymmetry is exactly the row normalisation.
+
+    Issue 12: the asymmetry of one sequence of 6 tokens varied from 0.12 to 0.30 over seeds 0-4
+    (slack / spread 1.6 against 3), so the tiny configuration now draws a batch of 8 sequences
+    (16 matrices with the 2 heads) and the condition is on the least asymmetric of them: every
+    matrix must be asymmetric, a stronger statement whose value varies far less between seeds.
     """
     if normalization not in ("row", "none"):
         raise ValueError(f"normalization must be 'row' or 'none', got {normalization!r}")
     gen = ctx.generator(606)
     d, heads, n = 16, 2, ctx.pick(6, 8, 16)
+    batch = ctx.pick(8, 8, 16)
     module = _build_mha(d, heads, gen, bias=False, backend="reference")
     untied_asym = 0.0
-    x = _randn(1, n, d, generator=gen)
+    x = _randn(batch, n, d, generator=gen)
     with torch.no_grad():
         untied = module(x, return_weights=True).weights
         assert untied is not None
@@ -840,23 +896,29 @@ def check_asymmetry(ctx: Context, *, normalization: str = "row") -> Evidence:
         else:
             weights = torch.exp(logits)  # the kernel without the row normalisation
     s_asym = _relative_asymmetry(logits)
-    a_asym = _relative_asymmetry(weights)
+    a_asym = _relative_asymmetry(weights, "min")  # the least asymmetric (sequence, head)
     log_z = torch.logsumexp(logits, dim=-1)  # (1, H, n)
     log_ratio = torch.log(weights) - torch.log(weights).transpose(-2, -1)
     predicted_ratio = log_z.unsqueeze(-2) - log_z.unsqueeze(-1)  # [i, j] = log Z_j - log Z_i
     identity_err = float((log_ratio - predicted_ratio).abs().max())
     # The predicted asymmetry from the normalisers alone: A = exp(S - log Z_i).
     predicted_a = torch.exp(logits - log_z.unsqueeze(-1))
-    predicted_asym = _relative_asymmetry(predicted_a)
-    ok = s_asym <= 1e-12 and a_asym >= 1e-3 and identity_err <= 1e-9
+    predicted_asym = _relative_asymmetry(predicted_a, "min")
+    margins = [
+        at_most("||S - S^T|| / ||S|| with W_Q = W_K", s_asym, 1e-12),
+        at_least("min over sequences and heads of ||A - A^T|| / ||A||, W_Q = W_K", a_asym, 1e-3),
+        at_most("max |log A_ij - log A_ji - (log Z_j - log Z_i)|", identity_err, 1e-9),
+    ]
+    ok = all_hold(margins)
     return Evidence(
         predicted=_sig(predicted_asym),
         measured=_sig(a_asym),
         tolerance="S symmetric to 1e-12; A asymmetric >= 1e-3; A_ij/A_ji = Z_j/Z_i to 1e-9 (log)",
         verdict=agreement(ok),
         notes=[
-            "Values: relative asymmetry ||A - A^T||_F / ||A||_F with W_Q = W_K; predicted from "
-            "the row normalisers Z_i alone (exp(S_ij) / Z_i).",
+            "Values: relative asymmetry ||A - A^T||_F / ||A||_F with W_Q = W_K, the smallest over "
+            f"{batch} sequences x {heads} heads; predicted from the row normalisers Z_i alone "
+            "(exp(S_ij) / Z_i).",
             f"||S - S^T|| / ||S|| = {s_asym:.1e}; identity log A_ij - log A_ji = log Z_j - log "
             f"Z_i holds to {identity_err:.1e}; with untied W_Q != W_K the asymmetry is "
             f"{untied_asym:.3f}.",
@@ -866,6 +928,7 @@ def check_asymmetry(ctx: Context, *, normalization: str = "row") -> Evidence:
             "weight_asymmetry": a_asym, "predicted_asymmetry": predicted_asym,
             "identity_error": identity_err, "untied_weight_asymmetry": untied_asym,
         },
+        margins=margins,
     )
 
 
@@ -935,11 +998,15 @@ def check_low_rank_bottleneck(ctx: Context, *, scale: str = "module") -> Evidenc
     gap_big = float((svals[:, d_k - 1] / svals[:, 0]).min())  # sigma_{d_k} / sigma_1
     scales = [float(s) for s in _recovered_scale(weights, raw)]
     predicted_scale = 1.0 / math.sqrt(d / heads)
-    ok = (
-        all(r == d_k for r in ranks)
-        and rank_big == min(n, d)
-        and all(within(s, predicted_scale, rel=1e-9) for s in scales)
-    )
+    margins = [
+        at_most("max |per-head rank - d_k| (integers: < 1/2 is equal)",
+                max(abs(r - d_k) for r in ranks), 0.5),
+        at_most("|single-head rank - min(n, d)| (integers: < 1/2 is equal)",
+                abs(rank_big - min(n, d)), 0.5),
+        at_most("max relative error of the recovered logit scale",
+                max(abs(s / predicted_scale - 1.0) for s in scales), 1e-9),
+    ]
+    ok = all_hold(margins)
     sv_big = torch.linalg.svdvals(raw_big[0, 0])
     index = [float(i) for i in range(1, n + 1)]
     floor = 1e-18
@@ -977,6 +1044,7 @@ def check_low_rank_bottleneck(ctx: Context, *, scale: str = "module") -> Evidenc
             "ranks": ranks, "rank_single_head": rank_big, "recovered_scales": scales,
             "predicted_scale": predicted_scale,
         },
+        margins=margins,
     )
 
 
@@ -1024,11 +1092,15 @@ def check_multihead_param_count(ctx: Context, *, formula: str = "correct") -> Ev
     correct = 4 * d * d + 4 * d
     gqa_predicted = (h + 2 * 2) * d_k * d + (h + 2 * 2) * d_k + d * d + d
     predicted = correct if formula == "correct" else seed_total
-    ok = (
-        measured == predicted
-        and count_parameters(torch_mha) == correct
-        and count_parameters(gqa) == gqa_predicted
-    )
+    margins = [
+        close_to("MultiHeadAttention(512, 8) parameters - prediction", measured, predicted,
+                 abs_=0.5),
+        close_to("torch.nn.MultiheadAttention(512, 8) parameters - (4 d^2 + 4 d)",
+                 count_parameters(torch_mha), correct, abs_=0.5),
+        close_to("GQA (H_kv = 2) parameters - (H + 2 H_kv) d_k (d + 1) - d^2 - d",
+                 count_parameters(gqa), gqa_predicted, abs_=0.5),
+    ]
+    ok = all_hold(margins)
     # The seed's number differs from the measurement; that is what makes this entry an audit.
     refutes = seed_total != measured
     return Evidence(
@@ -1052,6 +1124,7 @@ def check_multihead_param_count(ctx: Context, *, formula: str = "correct") -> Ev
             "without_bias": 4 * d * d, "torch_multihead_attention": count_parameters(torch_mha),
             "gqa_kv2_measured": count_parameters(gqa), "gqa_kv2_predicted": gqa_predicted,
         },
+        margins=margins,
     )
 
 
@@ -1146,12 +1219,14 @@ def check_not_globally_lipschitz(ctx: Context, *, l2_keys: str = "tied") -> Evid
         fits[name] = fit_power_law(top, tail).exponent
     names = list(maps)
     dot_exp, l2_exp, ln_exp = (fits[k] for k in names)
-    ok = (
-        within(dot_exp, 2.0, abs_=0.25)
-        and l2_exp <= 0.25
-        and ln_exp <= 0.25
-        and all(math.isfinite(v) for vs in norms.values() for v in vs)
-    )
+    nonfinite = sum(not math.isfinite(v) for vs in norms.values() for v in vs)
+    margins = [
+        close_to("dot-product: growth exponent of ||J||_2", dot_exp, 2.0, abs_=0.25),
+        at_most("L2 attention: growth exponent of ||J||_2", l2_exp, 0.25),
+        at_most("dot product on LayerNorm(X): growth exponent of ||J||_2", ln_exp, 0.25),
+        at_most("non-finite Jacobian norms (integers: < 1/2 is none)", nonfinite, 0.5),
+    ]
+    ok = all_hold(margins)
     figure = Figure(
         title="Jacobian spectral norm of self-attention along X -> c X",
         xlabel="input scale c",
@@ -1181,6 +1256,7 @@ def check_not_globally_lipschitz(ctx: Context, *, l2_keys: str = "tied") -> Evid
         ],
         figures=[figure],
         details={"l2_keys": l2_keys, "scales": grid, "jacobian_norms": norms, "exponents": fits},
+        margins=margins,
     )
 
 
@@ -1222,8 +1298,10 @@ def check_stable_softmax(ctx: Context, *, softmax: str = "stable") -> Evidence:
     gen = ctx.generator(909)
     rows, n = ctx.pick(16, 64, 512), 32
     results: dict[str, dict[str, float | int]] = {}
-    ok = True
+    margins: list[Margin] = []
     for dtype, tol in ((torch.float32, 1e-6), (torch.float64, 1e-12)):
+        name_of_dtype = str(dtype).removeprefix("torch.")
+        diffs, row_errs = [], []
         base = torch.randn(3, rows, n, generator=gen, dtype=torch.float64)
         cases = {
             "large (1e4)": base[0] * 1e4,
@@ -1241,11 +1319,19 @@ def check_stable_softmax(ctx: Context, *, softmax: str = "stable") -> Evidence:
             key = f"{name}, {str(dtype).removeprefix('torch.')}"
             results[key] = {"max_abs_diff": diff, "row_sum_error": row_err,
                             "naive_nonfinite": naive_bad}
-            ok = ok and finite and diff <= tol and row_err <= tol
-    overflow_shown = all(
-        int(r["naive_nonfinite"]) > 0 for k, r in results.items() if not k.startswith("moderate")
-    )
-    ok = ok and overflow_shown
+            diffs.append(diff)
+            row_errs.append(row_err)
+        margins += [
+            at_most(f"{name_of_dtype}: max |softmax - torch.softmax|", max(diffs), tol),
+            at_most(f"{name_of_dtype}: max |row sum - 1|", max(row_errs), tol),
+        ]
+    # The problem is real: the naive formula fails in every overflow / underflow case.
+    margins.append(at_least(
+        "naive formula: non-finite outputs, fewest over the 1e4 / -1e4 cases",
+        min(int(r["naive_nonfinite"]) for k, r in results.items() if not k.startswith("moderate")),
+        1,
+    ))
+    ok = all_hold(margins)
     worst = max(float(r["max_abs_diff"]) for r in results.values())
     naive_counts = {k: int(r["naive_nonfinite"]) for k, r in results.items()}
     return Evidence(
@@ -1259,6 +1345,7 @@ def check_stable_softmax(ctx: Context, *, softmax: str = "stable") -> Evidence:
             + ", ".join(f"{k}: {v}" for k, v in naive_counts.items()) + ".",
         ],
         details={"softmax": softmax, "rows": rows, "keys": n, "cases": results},
+        margins=margins,
     )
 
 
@@ -1329,7 +1416,6 @@ def check_complexity_table(ctx: Context, *, heads: str = "split") -> Evidence:
         [(1, 16, 32, 4), (2, 64, 64, 8), (1, 128, 32, 2), (3, 40, 48, 6), (1, 512, 128, 8)],
     )
     rows: list[dict[str, Any]] = []
-    ok = True
     for batch, n, d, h in settings:
         module = _build_mha(d, h, gen, dtype=torch.float32, backend="reference")
         x = torch.randn(batch, n, d, generator=gen)
@@ -1342,13 +1428,6 @@ def check_complexity_table(ctx: Context, *, heads: str = "split") -> Evidence:
         predicted_projections = batch * (3 * h * predicted_proj_per_head + 2 * n * d * d)
         predicted_products = batch * h * (2 * n * n * d_k + 2 * n * n * d_v)
         q_proj = per_module.get("MultiHeadAttention.q_proj")
-        row_ok = (
-            projections == predicted_projections
-            and products == predicted_products
-            and weights.numel() == batch * h * n * n
-            and (q_proj is None or q_proj == batch * h * predicted_proj_per_head)
-        )
-        ok = ok and row_ok
         rows.append({
             "batch": batch, "n": n, "d": d, "heads": h, "d_k": d_k,
             "projections_measured": projections, "projections_predicted": predicted_projections,
@@ -1357,6 +1436,23 @@ def check_complexity_table(ctx: Context, *, heads: str = "split") -> Evidence:
             "weights_numel": weights.numel(),
             "projection_share": projections / max(projections + products, 1),
         })
+    def worst(measured: str, predicted: str) -> int:
+        return max(abs(r[measured] - r[predicted]) for r in rows)
+
+    # Integer counts: a difference below 1/2 is equality.
+    margins = [
+        at_most("max |projection FLOPs - B (3 H 2 n d d_k + 2 n d^2)|",
+                worst("projections_measured", "projections_predicted"), 0.5),
+        at_most("max |Q K^T + A V FLOPs - B H (2 n^2 d_k + 2 n^2 d_v)|",
+                worst("products_measured", "products_predicted"), 0.5),
+        at_most("max |q_proj FLOPs - B H 2 n d d_k|",
+                max(abs((r["q_proj_measured"] if r["q_proj_measured"] is not None
+                         else r["q_proj_predicted"]) - r["q_proj_predicted"]) for r in rows), 0.5),
+        at_most("max |weights numel - B H n^2|",
+                max(abs(r["weights_numel"] - r["batch"] * r["heads"] * r["n"] ** 2)
+                    for r in rows), 0.5),
+    ]
+    ok = all_hold(margins)
     first = rows[1] if len(rows) > 1 else rows[0]
     return Evidence(
         predicted=[first["projections_predicted"], first["products_predicted"]],
@@ -1374,132 +1470,261 @@ def check_complexity_table(ctx: Context, *, heads: str = "split") -> Evidence:
             + " — the seed's 'total O(n^2 d_k)' holds only when n >> d.",
         ],
         details={"heads_variant": heads, "settings": rows},
+        margins=margins,
     )
 
 
 # ---------------------------------------------------------------------------------------------
-# attention.quadratic-cost (full tier: timings)
+# attention.quadratic-cost (full tier: the verdict is counted work; times are reported beside it)
 # ---------------------------------------------------------------------------------------------
+
+#: Tolerance on the log-log slope of the counted work (see ``check_quadratic_cost``).
+_COUNT_EXPONENT_TOL = 0.1
+_LINEAR_ORDERS = ("factorised", "quadratic")
+
+
+def _linear_arm(order: str) -> Callable[[Tensor, Tensor, Tensor], Tensor]:
+    """Linear (elu + 1) attention in the multiplication order ``order``.
+
+    ``"factorised"``: the project's ``linear`` backend of ``scaled_dot_product_attention``,
+    phi(Q) (phi(K)^T V). ``"quadratic"``: the same function multiplied in the other order,
+    (phi(Q) phi(K)^T) V, by the project's ``functional.linear_attention.linear_attention_parallel``
+    (which forms the n x n kernel matrix): the outputs agree, the work is n^2.
+    """
+    from transformer_math.functional.linear_attention import linear_attention_parallel
+
+    if order == "factorised":
+        return lambda q, k, v: scaled_dot_product_attention(q, k, v, backend="linear").output
+    if order == "quadratic":
+        return lambda q, k, v: linear_attention_parallel(q, k, v, feature_map="elu").output
+    raise ValueError(f"linear_order must be one of {_LINEAR_ORDERS}, got {order!r}")
+
+
+def _counted_call(
+    fn: Callable[[Tensor, Tensor, Tensor], Tensor], q: Tensor, k: Tensor, v: Tensor
+) -> tuple[WorkCount, Tensor]:
+    """(counted work, output) of ``fn(q, k, v)``."""
+    out: list[Tensor] = []
+    work = count_work(lambda: out.append(fn(q, k, v)))
+    return work, out[0]
+
+
+def _full_arm(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+    """Full softmax attention: ``scaled_dot_product_attention`` with the reference backend."""
+    return scaled_dot_product_attention(q, k, v, backend="reference").output
 
 
 @claim(
     "attention.quadratic-cost",
     source=f"{SEED_000} 常见陷阱 (复杂度瓶颈在 QK^T); {SEED_004} 计算复杂度分析",
-    statement="""At fixed head width d the time of full softmax attention grows like n^2 in the
+    statement="""At fixed head width d the work of full softmax attention grows like n^2 in the
     sequence length, while linear attention phi(Q) (phi(K)^T V) grows like n.""",
     tier=Tier.FULL,
     falsifier=Falsifier(
-        "linear in place of full",
-        {"attention": "linear"},
-        "time linear attention where full attention is claimed: exponent ~1, not 2",
+        "linear attention in the quadratic order",
+        {"linear_order": "quadratic"},
+        "compute linear attention as (phi(Q) phi(K)^T) V: the same outputs, but n^2 work where "
+        "n is claimed",
     ),
 )
-def check_quadratic_cost(ctx: Context, *, attention: str = "reference") -> Evidence:
-    """Minimum times over repeats (``diagnostics.time_over_sizes``: interleaved sizes, warm-up
-    excluded, one intra-op thread, thread CPU clock) of ``scaled_dot_product_attention`` with
-    the ``reference`` backend (full n x n softmax) and the project's ``linear`` backend (elu + 1
-    feature map, phi(Q) (phi(K)^T V), Katharopoulos et al. 2020), and log-log fits of time
-    against n.
+def check_quadratic_cost(ctx: Context, *, linear_order: str = "factorised") -> Evidence:
+    """Counted work (``diagnostics.count_work``) of the project's attention at a grid of n, and
+    the degree and log-log slope of that count; thread-CPU and wall-clock time exponents are
+    measured beside it as information.
 
-    Grids (d = 32): full attention n = 512 .. 2896 (one batch-head: the n^2 term dominates from
-    n = 512 on); linear attention n = 2048 .. 32768 with 4 batch-heads (so that the O(n d^2)
-    work, not call overhead, dominates). The clock is the CPU time of the calling thread: with
-    one intra-op thread every kernel runs there, so time given to other processes of a shared
-    machine is not counted (the wall clock under a load of 15 on 2 cores gave exponents from 1.1
-    to 2.8 for the same code). The minimum is taken because disturbances (caches and memory
-    bandwidth shared with other processes) only add time: a full-tier run beside two other jobs
-    gave 2.37 with the median, against 1.97-1.99 on a quiet machine. Tolerance: exponents
-    2 +- 0.35 and 1 +- 0.35. Tiny size: a short grid where call overhead still
-    matters, so only the ordering is checked: full exponent >= 1.3, linear <= 1.3, and their
-    gap >= 0.5.
+    Measurement. Each arm runs under a ``TorchDispatchMode`` that sees every ATen operator:
+    matrix products count their multiply-adds (M K N), views nothing, every other operator the
+    elements it reads or writes. Arms (d = 32, one batch-head, float64): full attention =
+    ``scaled_dot_product_attention(backend="reference")`` (Q K^T, softmax, A V); linear =
+    ``backend="linear"`` (elu + 1 feature map, Katharopoulos et al. 2020). The count is a
+    polynomial in n, recovered exactly (``diagnostics.work_polynomial``: rational interpolation
+    of degree <= 3 on the first four sizes, checked on the others) and its degree is the
+    exponent of the cost. Predicted (004 complexity table; 000 §8.3.1): degree 2 (the n^2 d
+    products and the n^2 softmax) and 1 (n d^2 for phi(K)^T V and phi(Q) S).
+
+    Tolerances (derived). Degrees are integers: within 0.5. The log-log slope of a polynomial
+    with nonnegative coefficients is the work-weighted mean of its degrees, so a slope within
+    0.1 of the degree p means that at most 0.1 / (p - k) of the work sits in terms of degree
+    k < p: the grids start where lower-order work is below 1 % (full: about 6 n of 74 n^2 + 6 n;
+    linear: exactly proportional to n), and a tolerance of a tenth of the gap between the two
+    orders compared still separates them. The count does not depend on the seed, the load, the
+    clock or the thread count: the verdict cannot be broken by another process.
+
+    Times (details only, not the verdict). ``diagnostics.times_over_sizes``: interleaved sizes,
+    warm-up excluded, one intra-op thread, minimum over repeats, the calling thread's CPU clock
+    and the wall clock read around the same calls. Grids (d = 32, float32): full n = 512 ..
+    2896, one batch-head; linear n = 2048 .. 32768, four batch-heads (so that O(n d^2) work, not
+    call overhead, dominates; the quadratic-order falsifier is timed on the full grid). Issue
+    12: thread-CPU exponents of the former timing verdict fell outside 2 +- 0.35 on a loaded
+    machine (2.5), because neighbours also take shared caches and memory bandwidth; the
+    wall-clock benchmarks are ``tmath bench -k time-exponent``.
     """
-    if attention not in ("reference", "linear"):
-        raise ValueError(f"attention must be 'reference' or 'linear', got {attention!r}")
-    # Importing the module registers the "linear" attention backend; only this claim needs it.
-    import transformer_math.functional.linear_attention  # noqa: F401
+    if linear_order not in _LINEAR_ORDERS:
+        raise ValueError(f"linear_order must be one of {_LINEAR_ORDERS}, got {linear_order!r}")
     gen = ctx.generator(1111)
     d = 32
-    tiny = ctx.size is Size.TINY
+    linear_fn = _linear_arm(linear_order)
+    arms: dict[str, Callable[[Tensor, Tensor, Tensor], Tensor]] = {
+        "full": _full_arm, "linear": linear_fn,
+    }
+    count_sizes = ctx.pick(
+        [32, 64, 128, 256, 512],
+        [64, 128, 256, 512, 1024, 2048],
+        [64, 128, 256, 512, 1024, 2048, 4096],
+    )
+
+    # --- the verdict: counted work -------------------------------------------------------------
+    from transformer_math.functional.linear_attention import linear_attention_parallel
+
+    counts: dict[str, list[WorkCount]] = {name: [] for name in arms}
+    output_error = 0.0
+    with torch.no_grad(), torch_threads(1):
+        for n in count_sizes:
+            q, k, v = (_randn(1, 1, n, d, generator=gen) for _ in range(3))
+            softmax_def = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d), dim=-1) @ v
+            linear_def = linear_attention_parallel(q, k, v, feature_map="elu").output
+            for name, fn in arms.items():
+                work, out = _counted_call(fn, q, k, v)
+                counts[name].append(work)
+                definition = softmax_def if name == "full" else linear_def
+                output_error = max(output_error, float((out - definition).abs().max()))
+    ctx.report_progress(0.3)
+    totals = {name: [c.total for c in cs] for name, cs in counts.items()}
+    polys = {name: work_polynomial(count_sizes, totals[name]) for name in arms}
+    slopes = {name: fit_power_law(count_sizes, totals[name]).exponent for name in arms}
+    unpriced = sorted({op for cs in counts.values() for c in cs for op in c.unpriced})
+    predicted = {"full": 2, "linear": 1}
+    margins = [
+        *(close_to(f"{name} attention: degree of the counted-work polynomial",
+                   polys[name].degree, p, abs_=0.5) for name, p in predicted.items()),
+        *(close_to(f"{name} attention: log-log exponent of counted work", slopes[name], p,
+                   abs_=_COUNT_EXPONENT_TOL) for name, p in predicted.items()),
+        at_most("max |count - polynomial| at held-out sizes (integers: < 1/2 is exact)",
+                max(p.held_out_error for p in polys.values()), 0.5),
+        at_most("max |output - definition| of the counted calls (float64)", output_error, 1e-10),
+        at_most("fused operators without a cost formula (integers: < 1/2 is none)",
+                len(unpriced), 0.5),
+    ]
+
+    # --- information: time exponents on two clocks -------------------------------------------
     full_sizes = ctx.pick(
-        [256, 512, 1024],
-        [512, 724, 1024, 1448, 2048, 2896],
+        [256, 512, 1024], [512, 724, 1024, 1448, 2048, 2896],
         [512, 724, 1024, 1448, 2048, 2896, 4096],
     )
-    linear_sizes = ctx.pick(
-        [1024, 2048, 4096],
-        [2048, 4096, 8192, 16384, 32768],
+    linear_sizes = full_sizes if linear_order == "quadratic" else ctx.pick(
+        [1024, 2048, 4096], [2048, 4096, 8192, 16384, 32768],
         [2048, 4096, 8192, 16384, 32768, 65536],
     )
+    linear_heads = 1 if linear_order == "quadratic" else 4
     repeats = ctx.pick(3, 5, 9)
 
-    def make_call(backend: str, batch_heads: int) -> Callable[[int], Callable[[], Any]]:
+    def make_call(fn: Callable[[Tensor, Tensor, Tensor], Tensor],
+                  batch_heads: int) -> Callable[[int], Callable[[], Any]]:
         def build(n: int) -> Callable[[], Any]:
             q, k, v = (torch.randn(1, batch_heads, n, d, generator=gen) for _ in range(3))
-
-            def call() -> Any:
-                with torch.no_grad():
-                    return scaled_dot_product_attention(q, k, v, backend=backend)
-
-            return call
+            return lambda: fn(q, k, v)
 
         return build
 
-    with torch_threads(1):
-        full_times = time_over_sizes(
-            make_call(attention, 1), full_sizes, repeats=repeats, clock="thread", statistic="min"
-        )
-        ctx.report_progress(0.5)
-        linear_times = time_over_sizes(
-            make_call("linear", 4), linear_sizes, repeats=repeats, clock="thread", statistic="min"
-        )
+    with torch.no_grad(), torch_threads(1):
+        full_times = times_over_sizes(make_call(_full_arm, 1), full_sizes, repeats=repeats)
+        ctx.report_progress(0.65)
+        linear_times = times_over_sizes(make_call(linear_fn, linear_heads), linear_sizes,
+                                        repeats=repeats)
     ctx.report_progress(1.0)
-    full_fit = fit_power_law(full_sizes, full_times)
-    linear_fit = fit_power_law(linear_sizes, linear_times)
-    if tiny:
-        ok = (
-            full_fit.exponent >= 1.3
-            and linear_fit.exponent <= 1.3
-            and full_fit.exponent - linear_fit.exponent >= 0.5
-        )
-        tolerance = "tiny: ordering only (full >= 1.3, linear <= 1.3, gap >= 0.5)"
-    else:
-        ok = within(full_fit.exponent, 2.0, abs_=0.35) and within(
-            linear_fit.exponent, 1.0, abs_=0.35
-        )
-        tolerance = "exponents 2 +- 0.35 (full) and 1 +- 0.35 (linear)"
-    fx, lx = [float(n) for n in full_sizes], [float(n) for n in linear_sizes]
-    figure = Figure(
-        title=f"Attention time against sequence length (d = {d}, one thread)",
+    time_exponents = {
+        f"{arm} ({clock})": fit_power_law(sizes, times[clock]).exponent
+        for arm, sizes, times in (("full", full_sizes, full_times),
+                                  ("linear", linear_sizes, linear_times))
+        for clock in ("thread", "wall")
+    }
+
+    cx = [float(n) for n in count_sizes]
+    count_figure = Figure(
+        title=f"Counted work of attention against sequence length (d = {d}, one batch-head)",
         xlabel="sequence length n",
-        ylabel="median thread CPU seconds",
+        ylabel="multiply-adds + elements touched",
         logx=True,
         logy=True,
         series=[
-            Series(f"full ({attention}), 1 head", fx, full_times, kind="scatter", style="o"),
-            Series(f"fit n^{full_fit.exponent:.2f}", fx, [full_fit.predict(n) for n in fx],
+            Series("full (reference backend)", cx, [float(t) for t in totals["full"]],
+                   kind="scatter", style="o"),
+            Series(f"linear ({linear_order})", cx, [float(t) for t in totals["linear"]],
+                   kind="scatter", style="s"),
+            Series("n^2 reference", cx, [totals["full"][-1] * (n / cx[-1]) ** 2 for n in cx],
                    style="--"),
-            Series("linear (elu+1), 4 heads", lx, linear_times, kind="scatter", style="s"),
-            Series(f"fit n^{linear_fit.exponent:.2f}", lx, [linear_fit.predict(n) for n in lx],
-                   style="--"),
+            Series("n reference", cx, [totals["linear"][-1] * n / cx[-1] for n in cx],
+                   style=":"),
         ],
     )
+    fx, lx = [float(n) for n in full_sizes], [float(n) for n in linear_sizes]
+    time_figure = Figure(
+        title=f"Attention time against sequence length (d = {d}, one thread; information)",
+        xlabel="sequence length n",
+        ylabel="thread CPU seconds (minimum over repeats)",
+        logx=True,
+        logy=True,
+        series=[
+            Series(f"full, 1 head (exponent {time_exponents['full (thread)']:.2f})", fx,
+                   full_times["thread"], kind="scatter", style="o"),
+            Series(f"linear ({linear_order}), {linear_heads} heads (exponent "
+                   f"{time_exponents['linear (thread)']:.2f})", lx, linear_times["thread"],
+                   kind="scatter", style="s"),
+        ],
+    )
+
+    def poly_text(name: str) -> str:
+        powers = {0: "", 1: " n"}
+        terms = [f"{c}{powers.get(k, f' n^{k}')}"
+                 for k, c in reversed(list(enumerate(polys[name].coefficients))) if c != 0]
+        return " + ".join(terms) or "0"
+
+    ok = all_hold(margins)
     return Evidence(
         predicted=[2.0, 1.0],
-        measured=[_sig(full_fit.exponent, 3), _sig(linear_fit.exponent, 3)],
-        tolerance=tolerance,
+        measured=[_sig(slopes["full"], 4), _sig(slopes["linear"], 4)],
+        tolerance=(
+            f"counted-work exponents 2 and 1 within {_COUNT_EXPONENT_TOL} (log-log slope over "
+            f"n = {count_sizes[0]} .. {count_sizes[-1]}); degrees of the exact work polynomial "
+            "2 and 1"
+        ),
         verdict=agreement(ok),
         notes=[
-            "Values: fitted exponents of time in n for full attention and linear attention.",
-            f"Fit quality r^2: full {full_fit.r2:.3f}, linear {linear_fit.r2:.3f}. Times are "
-            "CPU seconds of the calling thread (one intra-op thread), medians of interleaved "
-            "repeats; they are not deterministic, the inputs are.",
-            "Linear attention is the project's 'linear' backend "
-            "(functional.linear_attention, elu + 1 feature map).",
+            "Values: log-log exponents in n of the counted work (multiply-adds of matrix "
+            "products + elements touched by every other operator) of full attention (reference "
+            f"backend) and of linear attention ({linear_order} order). Deterministic.",
+            f"Exact work per batch-head (d = {d}): full {poly_text('full')}; linear "
+            f"{poly_text('linear')}.",
+            "Time exponents (information, not the verdict; minimum over repeats, one thread): "
+            + ", ".join(f"{k} {v:.2f}" for k, v in time_exponents.items())
+            + ". Wall-clock exponents are also benchmarks: tmath bench -k time-exponent.",
+            "Changed for issue 12 (item 3): the verdict used to be thread-CPU time exponents "
+            "(2 +- 0.35, 1 +- 0.35), which failed at 2.5 on a loaded machine; it is now counted "
+            "work, which no other process can change. The falsifier used to time linear "
+            "attention as if it were full attention; it is now a real bug, linear attention "
+            "multiplied as (phi(Q) phi(K)^T) V, caught with exponent "
+            "~2 and degree 2.",
         ],
-        figures=[figure],
+        figures=[count_figure, time_figure],
         details={
-            "attention": attention, "d": d, "full_sizes": full_sizes, "full_seconds": full_times,
-            "linear_sizes": linear_sizes, "linear_seconds": linear_times,
-            "full_exponent": full_fit.exponent, "linear_exponent": linear_fit.exponent,
+            "linear_order": linear_order, "d": d, "count_sizes": count_sizes,
+            "counted_work": totals,
+            "multiply_adds": {k: [c.multiply_adds for c in cs] for k, cs in counts.items()},
+            "elements": {k: [c.elements for c in cs] for k, cs in counts.items()},
+            "work_polynomial": {k: [str(c) for c in p.coefficients] for k, p in polys.items()},
+            "degrees": {k: p.degree for k, p in polys.items()},
+            "count_exponents": slopes,
+            "leading_share_at_smallest_n": {
+                k: p.leading_share(count_sizes[0]) for k, p in polys.items()
+            },
+            "output_error": output_error,
+            "operators": {k: cs[-1].by_operator for k, cs in counts.items()},
+            "timing": {
+                "full_sizes": full_sizes, "linear_sizes": linear_sizes,
+                "linear_batch_heads": linear_heads, "repeats": repeats,
+                "full_seconds": full_times, "linear_seconds": linear_times,
+                "exponents": time_exponents,
+            },
         },
+        margins=margins,
     )

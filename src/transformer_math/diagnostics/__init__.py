@@ -1,5 +1,6 @@
 """Measurements taken on any model or tensor (ARCHITECTURE.md layer 4): Jacobian norms, attention
-entropy, FLOP counts, convex-hull membership, timings and power-law fits."""
+entropy, FLOP counts, counted work (multiply-adds and elements), convex-hull membership, timings
+and power-law fits."""
 
 from transformer_math.diagnostics.fits import PowerLawFit, fit_power_law
 from transformer_math.diagnostics.flops import FlopCount, count_flops
@@ -9,20 +10,36 @@ from transformer_math.diagnostics.jacobian import (
     jacobian_matrix,
     jacobian_spectral_norm,
 )
-from transformer_math.diagnostics.timing import median_seconds, time_over_sizes, torch_threads
+from transformer_math.diagnostics.op_counts import (
+    WorkCount,
+    WorkPolynomial,
+    count_work,
+    work_polynomial,
+)
+from transformer_math.diagnostics.timing import (
+    median_seconds,
+    time_over_sizes,
+    times_over_sizes,
+    torch_threads,
+)
 
 __all__ = [
     "FlopCount",
     "HullTest",
     "PowerLawFit",
+    "WorkCount",
+    "WorkPolynomial",
     "attention_entropy",
     "convex_hull_test",
     "count_flops",
+    "count_work",
     "fit_power_law",
     "jacobian_matrix",
     "jacobian_spectral_norm",
     "median_seconds",
     "project_to_simplex",
     "time_over_sizes",
+    "times_over_sizes",
     "torch_threads",
+    "work_polynomial",
 ]
