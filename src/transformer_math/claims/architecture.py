@@ -22,8 +22,11 @@ from transformer_math.claims.registry import (
     Series,
     Size,
     agreement,
+    all_hold,
+    at_least,
+    at_most,
     claim,
-    within,
+    close_to,
 )
 from transformer_math.diagnostics.memory import peak_memory_of
 from transformer_math.functional.attention import scaled_dot_product_attention
@@ -89,8 +92,11 @@ def _loglog_slope(xs: list[float], ys: list[float]) -> float:
 def check_residual_euler(ctx: Context, step: float | None = None) -> Evidence:
     g = ctx.generator(11)
     d, horizon = 16, 1.0
-    depths = [4, 8, 16, 32, 64] if ctx.size is Size.TINY else [4, 8, 16, 32, 64, 128, 256]
-    f = GeluMLP(d, 4 * d).double()
+    # Tiny (issue 12): L = 4..64 gave slopes -0.95..-1.01 over seeds 0-4 (slack/spread 3.1): the
+    # O(h^2) term of the Euler error still bends the fit at L = 4. L = 16..256 is in the
+    # asymptotic range (slopes -0.987..-1.002) and costs little next to the RK4 reference.
+    depths = [16, 32, 64, 128, 256] if ctx.size is Size.TINY else [4, 8, 16, 32, 64, 128, 256]
+    f = seeded(lambda: GeluMLP(d, 4 * d), g).double()
     _xavier_init_(f, g)
     x0 = torch.randn(d, generator=g, dtype=torch.float64)
     with torch.no_grad():
@@ -101,13 +107,20 @@ def check_residual_euler(ctx: Context, step: float | None = None) -> Evidence:
             errors.append(float((xl - exact).norm() / exact.norm()))
             ctx.report_progress((i + 1) / len(depths))
     slope = _loglog_slope([float(L) for L in depths], errors)
-    ok = within(slope, -1.0, abs_=0.1) and errors[-1] < errors[0]
+    margins = [
+        close_to("log-log slope of the error vs L, distance to -1", slope, -1.0, abs_=0.1),
+        at_most("error at the largest L / error at the smallest L", errors[-1] / errors[0], 1.0),
+    ]
+    ok = all_hold(margins)
     return Evidence(
         predicted=-1.0,
         measured=round(slope, 4),
         tolerance="slope -1 +- 0.1 (higher-order terms of the Euler error expansion at small L)",
         verdict=agreement(ok),
         notes=[
+            "Issue 12 (tiny size): L = 4..64 gave slopes -0.95..-1.01 over seeds 0-4 (slack / "
+            "spread 3.1, the O(h^2) term still bends the fit at L = 4); L = 16..256 gives "
+            "slopes within 0.013 of -1 (slack / spread 20). Tolerance unchanged.",
             "f = the project's GeluMLP (d=16, Xavier init), T = 1, float64; reference x(T) from "
             "RK4 with 1024 steps (error O(h^4) ~ 1e-12, far below the Euler errors).",
             f"relative error at L={depths[0]}: {errors[0]:.3e}, "
@@ -137,6 +150,7 @@ def check_residual_euler(ctx: Context, step: float | None = None) -> Evidence:
             )
         ],
         details={"depths": depths, "errors": errors},
+        margins=margins,
     )
 
 
@@ -157,7 +171,7 @@ def check_residual_gradient(ctx: Context, residual: bool = True) -> Evidence:
     g = ctx.generator(12)
     d = 16
     depths = [1, 2, 4, 8, 16, 32] if ctx.size is Size.TINY else [1, 2, 4, 8, 16, 32, 64]
-    layers = [GeluMLP(d, 4 * d) for _ in range(max(depths))]
+    layers = [seeded(lambda: GeluMLP(d, 4 * d), g) for _ in range(max(depths))]
     for f in layers:
         _xavier_init_(f, g)
     x0 = torch.randn(d, generator=g)
@@ -181,8 +195,11 @@ def check_residual_gradient(ctx: Context, residual: bool = True) -> Evidence:
     bound = math.exp(branch_max)  # T = 1: |prod (I + J/L)| <= (1 + K/L)^L <= e^K
     lower = math.exp(-branch_max)
     plain_rate = (math.log(plain[-1]) - math.log(plain[0])) / (depths[-1] - depths[0])
-    ok_res = all(lower <= r <= bound for r in res)
-    ok_plain = abs(plain_rate) >= 0.05
+    margins = [
+        at_most("max over L of residual |J| / e^K", max(res) / bound, 1.0),
+        at_least("min over L of residual |J| / e^-K", min(res) / lower, 1.0),
+        at_least("|d ln J / dL| without residuals", abs(plain_rate), 0.05),
+    ]
     return Evidence(
         predicted={
             "residual_bound": [round(lower, 3), round(bound, 3)],
@@ -193,7 +210,7 @@ def check_residual_gradient(ctx: Context, residual: bool = True) -> Evidence:
             "plain_log_rate_per_layer": round(plain_rate, 3),
         },
         tolerance="residual norms inside [e^-K, e^K] (exact bound); plain |d ln J / dL| >= 0.05",
-        verdict=agreement(ok_res and ok_plain),
+        verdict=agreement(all_hold(margins)),
         notes=[
             "f_l = independent GeluMLPs (d=16, Xavier init); spectral norm of the full Jacobian "
             f"at a random input; K = max_l |J_f_l| = {branch_max:.3f}.",
@@ -219,6 +236,7 @@ def check_residual_gradient(ctx: Context, residual: bool = True) -> Evidence:
             )
         ],
         details={"depths": depths, "residual": res, "plain": plain, "K": branch_max},
+        margins=margins,
     )
 
 
@@ -241,7 +259,9 @@ def check_layernorm_geometry(ctx: Context, layernorm: str = "layer") -> Evidence
     z = torch.randn(count, d, generator=g, dtype=torch.float64)
     a = 10 ** (torch.rand(count, 1, generator=g, dtype=torch.float64) * 3 - 1)  # 0.1 .. 100
     b = torch.randn(count, 1, generator=g, dtype=torch.float64) * 5
-    x = z + torch.randn(count, 1, generator=g, dtype=torch.float64)  # nonzero means
+    # nonzero means on a fixed grid in [-2, 2] (issue 12: drawn N(0, 1) means made the smallest
+    # shift change, set by the largest |mean| drawn, vary 0.71-1.23 over seeds 0-4)
+    x = z + torch.linspace(-2.0, 2.0, count, dtype=torch.float64).unsqueeze(-1)
     ln: Callable[[Tensor], Tensor] = layer_norm if layernorm == "layer" else rms_norm
     y_ln, y_rms = ln(x), rms_norm(x)
     root = math.sqrt(d)
@@ -260,14 +280,18 @@ def check_layernorm_geometry(ctx: Context, layernorm: str = "layer") -> Evidence
         float(x.var(-1, unbiased=False).min()), float((a * x).var(-1, unbiased=False).min())
     )
     tol = 1e-5 / min_var
-    ok = (
-        m["ln_max_abs_mean"] <= 1e-9
-        and m["ln_max_rel_norm_err"] <= tol
-        and m["ln_affine_invariance_err"] <= tol
-        and m["rms_max_rel_norm_err"] <= tol
-        and m["rms_scale_invariance_err"] <= tol
-        and m["rms_min_shift_change"] >= 0.1
-    )
+    # The eps-induced errors are reported in units of their bound tol (which depends on the drawn
+    # inputs), so that the margin's threshold is the same number, 1, for every seed.
+    margins = [
+        at_most("LayerNorm max |mean|", m["ln_max_abs_mean"], 1e-9),
+        at_most("LayerNorm max |norm/sqrt(d) - 1| / tol", m["ln_max_rel_norm_err"] / tol, 1.0),
+        at_most("LayerNorm affine-invariance error / tol",
+                m["ln_affine_invariance_err"] / tol, 1.0),
+        at_most("RMSNorm max |norm/sqrt(d) - 1| / tol", m["rms_max_rel_norm_err"] / tol, 1.0),
+        at_most("RMSNorm scale-invariance error / tol", m["rms_scale_invariance_err"] / tol, 1.0),
+        at_least("RMSNorm min change under a shift of 1", m["rms_min_shift_change"], 0.1),
+    ]
+    ok = all_hold(margins)
     sample = slice(0, min(count, 200))
     return Evidence(
         predicted={
@@ -283,8 +307,12 @@ def check_layernorm_geometry(ctx: Context, layernorm: str = "layer") -> Evidence
         "move RMSNorm outputs by >= 0.1",
         verdict=agreement(ok),
         notes=[
-            "float64 inputs with random means, scales a in [0.1, 100] and shifts b ~ N(0, 25); "
-            "the project's functional layer_norm / rms_norm with their default eps."
+            "float64 inputs z + c (z ~ N(0, I), row means c on a grid in [-2, 2]), scales a in "
+            "[0.1, 100] and shifts b ~ N(0, 25); the project's functional layer_norm / rms_norm "
+            "with their default eps.",
+            "Issue 12: the row means were N(0, 1) draws; the smallest RMSNorm shift change is set "
+            "by the largest |mean| and varied 0.71-1.23 over seeds 0-4 (slack/spread 2.9 < 3). "
+            "A fixed grid of means removes that extreme-value noise; thresholds unchanged.",
         ],
         figures=[
             Figure(
@@ -308,6 +336,7 @@ def check_layernorm_geometry(ctx: Context, layernorm: str = "layer") -> Evidence
             )
         ],
         details={"d": d, "samples": count},
+        margins=margins,
     )
 
 
@@ -317,11 +346,11 @@ def _last_layer_grad_profile(
 ) -> list[float]:
     """|dLoss/dW2| of each block's FFN output weight at initialisation (Xiong et al. Fig. 3)."""
     cfg = BlockConfig(dim=dim, num_heads=4, norm=norm, attention_backend="reference")
-    blocks = nn.ModuleList(TransformerBlock(cfg) for _ in range(depth))
-    head = nn.Linear(dim, vocab)
+    blocks = seeded(lambda: nn.ModuleList(TransformerBlock(cfg) for _ in range(depth)), g)
+    head = seeded(lambda: nn.Linear(dim, vocab), g)
     _xavier_init_(blocks, g)
     _xavier_init_(head, g)
-    final = nn.LayerNorm(dim) if norm == "pre" else nn.Identity()
+    final = seeded(lambda: nn.LayerNorm(dim) if norm == "pre" else nn.Identity(), g)
     x = torch.randn(batch, seq, dim, generator=g)
     y = torch.randint(0, vocab, (batch, seq), generator=g)
     h = x
@@ -346,13 +375,16 @@ def _last_layer_grad_profile(
 )
 def check_pre_vs_post_norm(ctx: Context, pre_arm: str = "pre") -> Evidence:
     tiny = ctx.size is Size.TINY
-    depths = [4, 8, 16] if tiny else [6, 12, 24]
+    # Tiny (issue 12): d = 32, L in {4, 8, 16}, 2 seeds gave a Post/Pre slope of 0.60-0.84 over
+    # ctx seeds 0-4 (seed 1 failed) and a Pre-LN slope as flat as -0.26; at d = 64 the gradient
+    # norms concentrate (spread of both slopes ~0.02) and L = 2 widens the log-depth range.
+    depths = [2, 4, 8, 16] if tiny else [6, 12, 24]
     shape = (
-        {"dim": 32, "seq": 16, "batch": 4, "vocab": 32}
+        {"dim": 64, "seq": 16, "batch": 4, "vocab": 64}
         if tiny
         else {"dim": 64, "seq": 32, "batch": 8, "vocab": 64}
     )
-    seeds = 2 if tiny else 3
+    seeds = 3
     last = {"pre": [], "post": []}  # type: dict[str, list[float]]
     profiles: dict[str, list[float]] = {}
     for i, depth in enumerate(depths):
@@ -369,11 +401,12 @@ def check_pre_vs_post_norm(ctx: Context, pre_arm: str = "pre") -> Evidence:
     ratios = [po / pr for po, pr in zip(last["post"], last["pre"], strict=True)]
     slope_ratio = _loglog_slope([float(L) for L in depths], ratios)
     slope_pre = _loglog_slope([float(L) for L in depths], last["pre"])
-    ok = (
-        within(slope_ratio, 0.5, abs_=0.25)
-        and within(slope_pre, -0.5, abs_=0.25)
-        and min(ratios) > 1
-    )
+    margins = [
+        close_to("Post/Pre log-log slope, distance to 0.5", slope_ratio, 0.5, abs_=0.25),
+        close_to("Pre-LN last-layer log-log slope, distance to -0.5", slope_pre, -0.5, abs_=0.25),
+        at_least("min over L of Post/Pre", min(ratios), 1.0),
+    ]
+    ok = all_hold(margins)
     layers = [float(j + 1) for j in range(depths[-1])]
     return Evidence(
         predicted={"post_over_pre_slope": 0.5, "pre_last_layer_slope": -0.5},
@@ -386,6 +419,11 @@ def check_pre_vs_post_norm(ctx: Context, pre_arm: str = "pre") -> Evidence:
         "mean of seeds) and Post/Pre > 1 at every depth",
         verdict=agreement(ok),
         notes=[
+            "Issue 12 (tiny size): d = 32, L in {4, 8, 16}, 2 seeds gave a Post/Pre slope of "
+            "0.60-0.84 over seeds 0-4 (seed 1 failed, spread 0.09) and a Pre-LN slope as flat as "
+            "-0.256 at seed 0 (limit -0.25; before modules were built with nn.init.seeded); now "
+            "d = 64, L in {2, 4, 8, 16}, 3 seeds: Post/Pre 0.51-0.54, Pre-LN -0.45..-0.48 "
+            "(spreads ~0.01, slack / spread >= 16). Limits unchanged.",
             f"gradient norms of the FFN output weight W2 per layer, mean of {seeds} seeds, "
             f"blocks of the project (d={shape['dim']}, 4 heads, causal, Xavier init), "
             "cross-entropy through a linear head; 'last' = mean of the two layers nearest the "
@@ -412,6 +450,7 @@ def check_pre_vs_post_norm(ctx: Context, pre_arm: str = "pre") -> Evidence:
             )
         ],
         details={"depths": depths, "last_layer_pre": last["pre"], "last_layer_post": last["post"]},
+        margins=margins,
     )
 
 
@@ -456,13 +495,16 @@ def check_chinchilla(ctx: Context, flops_per_param_token: float = 6.0) -> Eviden
     base3 = compute_optimal(flops=seed_c, approach="3")
     inf = inference_aware_optimum(base3, 1e13)
     savings = 1 - inf.total_flops / inf.compute_optimal_total_flops
-    ok = (
-        worst <= 0.10
-        and within(data_limited.params, 5e7, rel=0.10)
-        and inf.params < base3.params
-        and inf.total_flops < inf.compute_optimal_total_flops
-        and not within(6 * seed_n * seed_d, seed_c, rel=0.5)
-    )
+    margins = [
+        at_most("Table 3 max relative error", worst, 0.10),
+        close_to("N for D = 1e9", data_limited.params, 5e7, rel=0.10),
+        at_most("inference-aware N / compute-optimal N", inf.params / base3.params, 1.0),
+        at_most("inference-aware total FLOPs / compute-optimal total FLOPs",
+                inf.total_flops / inf.compute_optimal_total_flops, 1.0),
+        at_least("|6 N D / C - 1| of the seed's example", abs(6 * seed_n * seed_d / seed_c - 1),
+                 0.5),
+    ]
+    ok = all_hold(margins)
     d_from_n_worst = max(
         abs(r["D_from_N"] / d - 1) for r, (_, _, d) in zip(rows, CHINCHILLA_TABLE_3, strict=True)
     )
@@ -497,6 +539,7 @@ def check_chinchilla(ctx: Context, flops_per_param_token: float = 6.0) -> Eviden
             "The tokens/param ratio depends on the inference demand; there is no fixed '1800+'.",
         ],
         details={"table3": rows, "inference_aware": inf.to_json()},
+        margins=margins,
     )
 
 
@@ -534,7 +577,15 @@ def check_flash_io(ctx: Context, ignore_sram: bool = False) -> Evidence:
     slope = _loglog_slope([float(m) for m in srams], [float(x) for x in measured])
     spread = max(ratios) / min(ratios)
     m_cross = crossover_sram(n, d)
-    ok = measured == closed and -1.1 <= slope <= -0.8 and spread <= 1.5 and measured[-1] < standard
+    margins = [
+        at_most("max |counted - closed-form accesses|",
+                max(abs(a - b) for a, b in zip(measured, closed, strict=True)), 0.0),
+        at_least("log-log slope vs M (lower end)", slope, -1.1),
+        at_most("log-log slope vs M (upper end)", slope, -0.8),
+        at_most("max/min of accesses * M / (N^2 d^2)", spread, 1.5),
+        at_most("accesses at the largest M / standard attention's", measured[-1] / standard, 1.0),
+    ]
+    ok = all_hold(margins)
     return Evidence(
         predicted={"slope_vs_M": -1.0, "standard_accesses": standard},
         measured={
@@ -581,6 +632,7 @@ def check_flash_io(ctx: Context, ignore_sram: bool = False) -> Evidence:
             )
         ],
         details={"srams": srams, "measured": measured, "closed_form": closed, "standard": standard},
+        margins=margins,
     )
 
 
@@ -649,7 +701,12 @@ def check_tiled_attention_exact(ctx: Context, one_tile: bool = False) -> Evidenc
         )
     ctx.report_progress(1.0)
     matrix = n * n * 4
-    ok = fwd <= 1e-5 and bwd <= 1e-4 and peak <= 0.1 * matrix
+    margins = [
+        at_most("max forward error", fwd, 1e-5),
+        at_most("max gradient error", bwd, 1e-4),
+        at_most("peak bytes / n x n fp32 bytes", peak / matrix, 0.1),
+    ]
+    ok = all_hold(margins)
     return Evidence(
         predicted={"max_forward_error": 1e-5, "peak_bytes_at_most": int(0.1 * matrix)},
         measured={
@@ -668,6 +725,7 @@ def check_tiled_attention_exact(ctx: Context, one_tile: bool = False) -> Evidenc
             f"{block}: {peak / 2**20:.2f} MiB vs n x n = {matrix / 2**20:.0f} MiB"
         ],
         details={"cases": cases, "peak_bytes": peak, "block": block},
+        margins=margins,
     )
 
 
@@ -694,7 +752,7 @@ def _seed_call_outcomes(
     x: Tensor, memory: Tensor, tgt_mask: Tensor, src_mask: Tensor
 ) -> dict[str, str]:
     """What 004's DecoderLayer's two attention calls do with 004's own attention signature."""
-    attn = _SeedSignatureAttention(x.shape[-1], 2)
+    attn = seeded(lambda: _SeedSignatureAttention(x.shape[-1], 2), 0)  # weights do not matter
     outcomes = {}
     calls = {
         "self_attn(norm1(x), tgt_mask)": lambda: attn(x, tgt_mask),  # type: ignore[call-arg]
@@ -752,24 +810,31 @@ def check_encoder_decoder(ctx: Context, pass_source_mask: bool = True) -> Eviden
         pad_leak = float(
             (decoder(tgt, memory2, memory_key_padding_mask=mask_arg)[0] - out[0]).abs().max()
         )
-        memory3 = memory.clone()
-        memory3[0, 1] += torch.randn(32, generator=g)
-        real_effect = float(
-            (decoder(tgt, memory3, memory_key_padding_mask=mask_arg)[0] - out[0]).abs().max()
-        )
+        # the same size of change at each real position of source 0 must be visible; the
+        # smallest effect over the 5 real positions is the margin (issue 12: one position with a
+        # unit change gave 0.17-0.38 over seeds 0-4, spread 0.08, too close to its own spread)
+        real_effects = []
+        for j in range(5):
+            memory3 = memory.clone()
+            memory3[0, j] += 10 * torch.randn(32, generator=g)
+            real_effects.append(float(
+                (decoder(tgt, memory3, memory_key_padding_mask=mask_arg)[0] - out[0]).abs().max()
+            ))
+        real_effect = min(real_effects)
     shapes_ok = tuple(memory.shape) == (b, s, 32) and tuple(out.shape) == (b, t, 32)
     tgt_mask = torch.tril(torch.ones(t, t))
     src_mask = (~pad).float().view(b, 1, 1, s)
     seed_calls = _seed_call_outcomes(tgt, memory, tgt_mask, src_mask)
-    seed_broken = all(v != "ran" for v in seed_calls.values())
-    ok = (
-        shapes_ok
-        and causal_leak <= 1e-6
-        and future_effect > 1e-3
-        and pad_leak <= 1e-6
-        and real_effect > 1e-3
-        and seed_broken
-    )
+    seed_failures = sum(v != "ran" for v in seed_calls.values())
+    margins = [
+        at_least("output shapes correct", float(shapes_ok), 1.0),
+        at_most("causal leak (max |change| before the edit)", causal_leak, 1e-6),
+        at_least("future effect (max |change| after the edit)", future_effect, 1e-3),
+        at_most("padded-source leak", pad_leak, 1e-6),
+        at_least("min over real source positions of the effect", real_effect, 1e-3),
+        at_least("004's calls that fail (of 2)", float(seed_failures), float(len(seed_calls))),
+    ]
+    ok = all_hold(margins)
     ctx.report_progress(1.0)
     return Evidence(
         predicted={"causal_leak": 0.0, "padded_source_leak": 0.0, "seed_calls": "fail"},
@@ -781,7 +846,9 @@ def check_encoder_decoder(ctx: Context, pass_source_mask: bool = True) -> Eviden
             "seed_calls": seed_calls,
         },
         tolerance="leaks <= 1e-6 (masked weights are exact zeros; fp32 rounding); real effects "
-        "must exceed 1e-3 (the checks can see a change)",
+        "must exceed 1e-3 (the checks can see a change): the future effect, and the smallest "
+        "effect of a change of size 10 at each of the 5 real source positions (the padded-leak "
+        "change has the same size)",
         verdict=agreement(ok, refutes_seed=True),
         notes=[
             "004's MultiHeadAttention is forward(query, key, value, mask=None); its DecoderLayer "
@@ -790,6 +857,11 @@ def check_encoder_decoder(ctx: Context, pass_source_mask: bool = True) -> Eviden
             "mask is applied). The project's DecoderLayer passes is_causal=True to self-attention "
             "and memory as key and value with memory_key_padding_mask to cross-attention.",
             f"shapes: memory {tuple(memory.shape)}, decoder output {tuple(out.shape)}",
+            "Issue 12: the real-source effect was one position changed by N(0, I) (0.17-0.38 over "
+            "seeds 0-4, slack / spread 2.2); now each of the 5 real positions is changed by "
+            "10 N(0, I), the size of the padded-position change, and the smallest effect is "
+            "the margin (2.2-2.9). Threshold unchanged.",
         ],
         details={"seed_calls": seed_calls},
+        margins=margins,
     )
