@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from transformer_math.claims.registry import Context, Size, Tier, Verdict, all_claims, run_claim
+from transformer_math.claims.registry import (
+    Context,
+    Size,
+    Tier,
+    Verdict,
+    all_claims,
+    all_hold,
+    run_claim,
+)
 
 POSITION_IDS = [
     "position.alibi",
@@ -47,6 +55,26 @@ def test_quick_claim_and_falsifier(claim_id: str) -> None:
     assert result.falsifier_caught is True
 
 
+@pytest.mark.parametrize(
+    "claim_id", [i for i in POSITION_IDS if i != "position.extrapolation-experiment"])
+def test_quick_claim_margins_decide_the_verdict(claim_id: str) -> None:
+    """The margins are the pass conditions: they hold for the claim, one of them breaks for the
+    falsifier, and their names do not depend on the seed."""
+    c = _claims()[claim_id]
+    assert c.falsifier is not None
+    names = []
+    for seed in (0, 1):
+        ev = c.check(Context(seed=seed, size=Size.TINY))
+        assert ev.margins, claim_id
+        assert all_hold(ev.margins), [m for m in ev.margins if not m.holds]
+        assert ev.verdict is not Verdict.FAILED
+        names.append([m.name for m in ev.margins])
+        bad = c.check(Context(seed=seed, size=Size.TINY), **c.falsifier.kwargs)
+        assert bad.verdict is Verdict.FAILED
+        assert not all_hold(bad.margins)
+    assert names[0] == names[1]
+
+
 @pytest.mark.slow
 def test_extrapolation_experiment_tiny() -> None:
     c = _claims()["position.extrapolation-experiment"]
@@ -61,6 +89,10 @@ def test_extrapolation_experiment_tiny() -> None:
     assert result.evidence.verdict is Verdict.VERIFIED, result.evidence.measured
     assert result.falsifier_caught is True
     assert result.evidence.figures and len(result.evidence.figures[0].series) == 9
+    margins = {m.name: m for m in result.evidence.margins}
+    assert len(margins) == 3 and all(m.holds for m in margins.values())
+    assert result.falsifier_evidence is not None
+    assert not all_hold(result.falsifier_evidence.margins)
 
 
 @pytest.mark.parametrize("claim_id", ["position.rope-relative", "position.scaling-methods"])

@@ -5,6 +5,11 @@ Every check measures the project's own implementation (``functional/rope.py``,
 ``nn/attention.py``, ``experiments/rope_extrapolation.py``) and compares it with a prediction
 obtained another way (closed form, a different algebraic route, or the primary source's
 statement). Each falsifier runs the same check on a deliberately wrong variant.
+
+Every check reports its pass conditions as margins (``claims/registry.py``) and its verdict is
+computed from them, so a verdict is ``failed`` exactly when a margin does not hold (issue 12).
+A list of per-item conditions is one margin on its worst item; an exact condition (an error is
+raised, a count is zero) is a margin with threshold 0 or 1.
 """
 
 from __future__ import annotations
@@ -21,11 +26,16 @@ from transformer_math.claims.registry import (
     Evidence,
     Falsifier,
     Figure,
+    Margin,
     Series,
     Size,
     Tier,
     agreement,
+    all_hold,
+    at_least,
+    at_most,
     claim,
+    close_to,
 )
 from transformer_math.experiments.rope_extrapolation import (
     RopeExtrapolationConfig,
@@ -99,13 +109,19 @@ def check_sinusoidal_shift(ctx: Context, code: str = "sinusoidal") -> Evidence:
     dist = torch.cdist(table[:n], table[:n]) + torch.eye(n, dtype=torch.float64) * 1e9
     min_dist = float(dist.min())
     # float32 angles at pos < 1300: |error| <= ulp(1300)/2 ~ 6e-5 per entry -> 1e-3 leaves margin.
-    ok = residual <= 1e-3 and bounded <= 1.0 and min_dist > 1e-3
+    margins = [
+        at_most("max |PE(pos+D) - M(D) PE(pos)|", residual, 1e-3),
+        at_most("max |PE|", bounded, 1.0),
+        at_least("min distance between codes", min_dist, 1e-3),
+    ]
+    ok = all_hold(margins)
     return Evidence(
         predicted={"max |PE(pos+D) - M(D) PE(pos)|": 0.0, "max |PE|": "<= 1",
                    "min distance": "> 0"},
         measured={"residual": residual, "max |PE|": bounded, "min distance": min_dist},
         tolerance="residual <= 1e-3 (float32 angles at pos < 1300), min distance > 1e-3",
         verdict=agreement(ok),
+        margins=margins,
         notes=[f"dim {dim}, positions 0..{n - 1}, shifts {shifts}; M(D) built from "
                "sin(a+b), cos(a+b) identities, PE from the implementation"],
     )
@@ -157,12 +173,17 @@ def check_rope_relative(ctx: Context, code: str = "rope") -> Evidence:
           for mm, nn_ in ((1, 3), (5, 7))]
     # float32 angles at |m| < 2e4: angle error <= ulp(2e4)/2 ~ 1e-3 rad per plane, so the
     # normalised inner-product deviation is bounded by ~2e-3; 5e-3 leaves margin.
-    ok = deviation <= 5e-3 and all(abs(v + 1.0) < 1e-12 for v in ex)
+    margins = [
+        at_most("max relative change under a common shift", deviation, 5e-3),
+        at_most("worked example max |score + 1|", max(abs(v + 1.0) for v in ex), 1e-12),
+    ]
+    ok = all_hold(margins)
     return Evidence(
         predicted={"max relative change under a common shift": 0.0, "example (1,3),(5,7)": -1},
         measured={"max relative change": deviation, "example": ex},
         tolerance="5e-3 relative (float32 angles at positions < 2e4)",
         verdict=agreement(ok),
+        margins=margins,
         notes=[f"{trials} random (q, k, m, n, shift), d = {d}, positions < 1e4 (+ shift < 1e4)"],
     )
 
@@ -200,12 +221,18 @@ def check_rope_orthogonal(ctx: Context, permute: bool = True) -> Evidence:
     R = rotary_matrix(1234, inv.double(), layout="half")
     ortho = float((R.T @ R - torch.eye(d, dtype=torch.float64)).abs().max())
     # float32 rotation of O(1) entries at positions < 5000: errors ~1e-4 at most.
-    ok = err_forms <= 1e-3 and norm_err <= 1e-5 and ortho <= 1e-12
+    margins = [
+        at_most("form disagreement", err_forms, 1e-3),
+        at_most("relative norm change", norm_err, 1e-5),
+        at_most("max |R^T R - I|", ortho, 1e-12),
+    ]
+    ok = all_hold(margins)
     return Evidence(
         predicted={"form disagreement": 0.0, "norm change": 0.0, "|R^T R - I|": 0.0},
         measured={"form disagreement": err_forms, "norm change": norm_err, "|R^T R - I|": ortho},
         tolerance="forms 1e-3 (float32 angles at m < 5000), norms 1e-5 relative, R 1e-12",
         verdict=agreement(ok),
+        margins=margins,
         notes=["half layout = interleaved layout after x[..., (0, 2, 4, ..., 1, 3, ...)]"],
     )
 
@@ -244,12 +271,14 @@ def check_rope_group_property(ctx: Context, family: str = "rotation") -> Evidenc
             raise ValueError(f"family must be 'rotation' or 'reflection', got {family!r}")
         worst = max(worst, float((fm.T @ fn - fd).abs().max()))
         ortho = max(ortho, float((fm.T @ fm - torch.eye(8, dtype=torch.float64)).abs().max()))
-    ok = worst <= 1e-9
+    margins = [at_most("max |f(m)^T f(n) - f(n-m)|", worst, 1e-9)]
+    ok = all_hold(margins)
     return Evidence(
         predicted={"max |f(m)^T f(n) - f(n-m)|": 0.0},
         measured={"max |f(m)^T f(n) - f(n-m)|": worst, "max |f^T f - I|": ortho},
         tolerance="1e-9 (float64 matrices, |m|, |n| < 500)",
         verdict=agreement(ok),
+        margins=margins,
         notes=[f"family {family!r}, d = 8, 50 random (m, n)"],
     )
 
@@ -276,6 +305,9 @@ def roformer_relative_bound(inv_freq: Tensor, distances: Tensor) -> Tensor:
     ),
 )
 def check_rope_long_term_decay(ctx: Context, frequencies: str = "rope") -> Evidence:
+    """Margins: the decay ratio <= 1/2, and max |logit| / bound <= 1 over the 128 sampled pairs
+    (issue 12: was a count of violations; the ratio says how far from the bound the logits are).
+    """
     d = 128
     if frequencies == "rope":
         inv = default_inv_freq(d, 1e4)
@@ -291,7 +323,7 @@ def check_rope_long_term_decay(ctx: Context, frequencies: str = "rope") -> Evide
     g = ctx.generator(5)
     q, k = _randn(g, 32, d, dtype=torch.float64), _randn(g, 32, d, dtype=torch.float64)
     rot = RotaryEmbedding.from_inv_freq(d, inv, layout="interleaved")
-    violations = 0
+    violations, worst_ratio = 0, 0.0
     for dist in (1, 10, 100, 250):
         rq = rot.rotate(q.view(32, 1, 1, d), torch.full((32, 1), 7)).double()
         rk = rot.rotate(k.view(32, 1, 1, d), torch.full((32, 1), 7 + dist)).double()
@@ -302,14 +334,23 @@ def check_rope_long_term_decay(ctx: Context, frequencies: str = "rope") -> Evide
         h_next = torch.cat([h[:, 1:], torch.zeros(32, 1, dtype=h.dtype)], dim=-1)
         max_diff = (h_next - h).abs().max(-1).values
         full_bound = max_diff * bound[dist] * (d // 2)
-        violations += int((measured_ip.abs() > full_bound * (1 + 1e-4) + 1e-4).sum())
+        # |logit| <= bound (1 + 1e-4) + 1e-4  <=>  (|logit| - 1e-4) / (bound (1 + 1e-4)) <= 1
+        used = (measured_ip.abs() - 1e-4) / (full_bound * (1 + 1e-4))
+        violations += int((used > 1).sum())
+        worst_ratio = max(worst_ratio, float(used.max()))
     # Decay: the bound averaged over s in [200, 256] is below half its value over s in [1, 8].
-    ok = ratio < 0.5 and violations == 0
+    margins = [
+        at_most("bound(200..256) / bound(1..8)", ratio, 0.5),
+        at_most("max |logit| / RoFormer bound", worst_ratio, 1.0),
+    ]
+    ok = all_hold(margins)
     return Evidence(
         predicted={"bound(200..256) / bound(1..8)": "< 0.5", "bound violations": 0},
-        measured={"ratio": ratio, "near": near, "far": far, "violations": violations},
-        tolerance="ratio < 0.5; violations counted with 1e-4 slack (float32 rotation)",
+        measured={"ratio": ratio, "near": near, "far": far, "violations": violations,
+                  "max |logit| / bound": worst_ratio},
+        tolerance="ratio < 0.5; |logit| <= bound with 1e-4 slack (float32 rotation)",
         verdict=agreement(ok),
+        margins=margins,
         figures=[Figure(
             "RoFormer relative upper bound", "relative distance s",
             "(1/(d/2)) Σ_j |S_j|",
@@ -394,7 +435,11 @@ def check_rope_extrapolation_mechanism(ctx: Context, culprit: str = "low") -> Ev
     hp16 = torch.nonzero(TWO_PI / inv16 < 64).flatten()
     aliased_high = _aliased_fraction(inv16, hp16, 64, 512, 0.3, 1)
     aliased_all = _aliased_fraction(inv16, torch.arange(8), 64, 512, 0.3, 1)
-    ok = not mismatches and pi_share_high > 0.9
+    margins = [
+        at_most("pairs whose OOD status contradicts the prediction", len(mismatches), 0),
+        at_least("PI resolution loss share on high-frequency pairs", pi_share_high, 0.9),
+    ]
+    ok = all_hold(margins)
     first_ood = next((i for i, v in enumerate(measured_ood) if v), None)
     return Evidence(
         predicted={"OOD pairs": f"wavelength > L = {L} ({culprit} frequencies)",
@@ -406,6 +451,7 @@ def check_rope_extrapolation_mechanism(ctx: Context, culprit: str = "low") -> Ev
                    "trained phase, i.e. inside the arc swept in training; pairs whose unswept "
                    "arc is shorter than two steps are boundary cases"),
         verdict=agreement(ok, refutes_seed=True),
+        margins=margins,
         notes=[
             f"d = {d}, base {base:g}, L_train = {L}, L_test = {L_test}; the seed says the "
             "high-frequency pairs are OOD and PI compresses low-frequency resolution; the "
@@ -473,8 +519,10 @@ def check_scaling_methods(ctx: Context, invert_yarn: bool = False) -> Evidence:
                      "long_factor": [float(1 + (s - 1) * i / (d // 2 - 1)) for i in range(d // 2)]},
     }
     problems: list[str] = []
+    margins: list[Margin] = []
     measured: dict[str, Any] = {}
     tol = 1e-5  # float32 atan2 of cos/sin at position 1: ~1e-7 absolute; 1e-5 relative margin
+    one = torch.ones(1, dtype=torch.float64)
     for name, cfg in configs.items():
         module = RotaryEmbedding(d, base=base, scaling=cfg, max_position_embeddings=4)
         theta, factor = _measured_inv_freq(module, L_test)
@@ -488,26 +536,24 @@ def check_scaling_methods(ctx: Context, invert_yarn: bool = False) -> Evidence:
             # geometric in i from 1 (i = 0) to 1/s (i = d/2 - 1): b' = b s^(d/(d-2))
             expect = s ** (-torch.arange(d // 2, dtype=torch.float64) / (d // 2 - 1))
             exp_factor = 1.0
-        elif name == "yarn":
+        elif name == "yarn":  # pairs with wavelength < L0 / beta_fast (32) are kept
             expect = None
             exp_factor = 0.1 * math.log(s) + 1
-            if not torch.allclose(rel[wavelength < L0 / 32], torch.ones(1, dtype=torch.float64),
-                                  rtol=tol):
-                problems.append("yarn changed a pair with wavelength < L0/beta_fast")
-        elif name == "llama3":
+            kept_err = float((rel[wavelength < L0 / 32] - one).abs().max())
+            margins.append(at_most("yarn max |θ'/θ - 1| on wavelength < L0/32", kept_err, tol))
+        elif name == "llama3":  # pairs with wavelength < L0 / high_freq_factor (4) are kept
             expect = None
             exp_factor = 1.0
-            if not torch.allclose(rel[wavelength < L0 / 4], torch.ones(1, dtype=torch.float64),
-                                  rtol=tol):
-                problems.append("llama3 changed a short-wavelength pair")
+            kept_err = float((rel[wavelength < L0 / 4] - one).abs().max())
+            margins.append(at_most("llama3 max |θ'/θ - 1| on wavelength < L0/4", kept_err, tol))
         else:  # longrope at L_test > L0 uses long factors
             expect = 1.0 / torch.tensor(cfg["long_factor"], dtype=torch.float64)
             exp_factor = math.sqrt(1 + math.log(s) / math.log(L0))
-        if expect is not None and not torch.allclose(rel, expect, rtol=tol, atol=0):
-            problems.append(f"{name}: θ'/θ differs from the closed form by "
-                            f"{float((rel - expect).abs().max()):.2e}")
-        if abs(factor - exp_factor) > 1e-6:
-            problems.append(f"{name}: attention factor {factor} != {exp_factor}")
+        if expect is not None:
+            closed_err = float(((rel - expect).abs() / expect.abs()).max())
+            margins.append(at_most(f"{name} max rel. error of θ'/θ vs closed form",
+                                   closed_err, tol))
+        margins.append(close_to(f"{name} attention factor", factor, exp_factor, abs_=1e-6))
         # Phases kept inside the trained range at L_test.
         unseen = unseen_phase_fraction(ref, L0, L_test, test_inv_freq=theta)
         long_pairs = wavelength > L0
@@ -515,24 +561,30 @@ def check_scaling_methods(ctx: Context, invert_yarn: bool = False) -> Evidence:
                       "llama3": long_pairs, "ntk": torch.arange(d // 2) == d // 2 - 1,
                       "dynamic": torch.arange(d // 2) == d // 2 - 1,
                       "longrope": torch.arange(d // 2) == d // 2 - 1}[name]
+        margins.append(at_most(f"{name} max unseen phase fraction on the pairs it keeps in range",
+                               float(unseen[must_cover].max()), 0.0))
         if bool((unseen[must_cover] > 0).any()):
             bad = torch.nonzero(must_cover & (unseen > 0)).flatten().tolist()
             problems.append(f"{name}: pairs {bad} see unseen phases at L_test")
-        if name != "linear" and abs(float(rel[0]) - 1.0) > tol:
-            problems.append(f"{name}: highest-frequency pair changed ({float(rel[0]):.4f})")
+        if name != "linear":
+            margins.append(close_to(f"{name} highest-frequency θ'/θ", float(rel[0]), 1.0,
+                                    abs_=tol))
         measured[name] = {"theta0'/theta0": float(rel[0]), "theta_last'/theta_last":
                           float(rel[-1]), "attention_factor": factor,
                           "pairs with unseen phases": int((unseen > 0).sum())}
     plain_unseen = int((unseen_phase_fraction(ref, L0, L_test) > 0).sum())
     measured["default"] = {"pairs with unseen phases": plain_unseen}
+    broken = [m.name for m in margins if not m.holds]
     return Evidence(
         predicted="FACTS.md formulas; coverage as stated",
         measured=measured,
         tolerance="θ ratios 1e-5 relative (float32 tables), attention factor 1e-6; a test "
                   "phase is covered when within one step θ_i of the arc swept in training",
-        verdict=agreement(not problems),
+        verdict=agreement(all_hold(margins)),
+        margins=margins,
         notes=[f"d = {d}, base {base:g}, L0 = {L0}, s = {s:g}, L_test = {L_test}; θ measured "
-               "from each RotaryEmbedding's cos/sin at positions 0, 1", *problems],
+               "from each RotaryEmbedding's cos/sin at positions 0, 1", *problems,
+               *(f"does not hold: {b}" for b in broken)],
     )
 
 
@@ -565,22 +617,34 @@ def _experiment(ctx: Context) -> RopeExtrapolationResult:
     ),
 )
 def check_extrapolation_experiment(ctx: Context, rope_variant: str = "none") -> Evidence:
+    """Margins: rope loss in [0, L) <= 0.5 ln V; beyond 2L the loss covers >= half the way from
+    its in-range value to chance, ``(far - near) / (ln V - near) >= 1/2``; the learned table's
+    loss in [L, end) >= 0.75 ln V.
+
+    Issue 12 (tiny size): at batch 16 and 500 RoPE steps the model hardly learned the copy (in-
+    range loss 0.40-0.48 ln V over seeds 0-4: slack 0.6x the spread between seeds). The tiny
+    preset now trains at batch 32 for 800 steps and evaluates 64 sequences instead of 16 (see
+    ``RopeExtrapolationConfig.tiny``); thresholds unchanged.
+    """
     result = _experiment(ctx)
     cfg = result.config
     L, E, chance = cfg.train_len, cfg.eval_len, result.chance_loss
     rope = result.curve("rope", rope_variant)
     near = rope.mean_loss(0, L)
     far = rope.mean_loss(2 * L, E)
-    checks: dict[str, bool] = {}
-    checks[f"rope/{rope_variant} learns inside L (loss < 0.5 chance)"] = near < 0.5 * chance
-    # Degradation: beyond 2L the loss has covered at least half the way from its in-range value
-    # to chance (FACTS.md: plain RoPE is 'at chance from ~2L on' at the prototype's size).
-    checks[f"rope/{rope_variant} degrades beyond 2L (half-way to chance)"] = (
-        far > near + 0.5 * (chance - near))
+    margins = [
+        at_most(f"rope/{rope_variant} loss [0,L) / ln V", near / chance, 0.5),
+        # Degradation: beyond 2L the loss has covered at least half the way from its in-range
+        # value to chance (FACTS.md: plain RoPE is 'at chance from ~2L on' at the prototype's
+        # size): (far - near) / (chance - near) >= 1/2.
+        at_least(f"rope/{rope_variant} [2L,end): fraction of the way from [0,L) loss to chance",
+                 (far - near) / (chance - near), 0.5),
+    ]
     if "learned" in cfg.schemes:
-        checks["learned fails beyond L (> 0.75 chance)"] = (
-            result.curve("learned", "none").mean_loss(L, E) > 0.75 * chance)
-    ok = all(checks.values())
+        margins.append(at_least("learned loss [L,end) / ln V",
+                                result.curve("learned", "none").mean_loss(L, E) / chance, 0.75))
+    checks = {m.name: m.holds for m in margins}
+    ok = all_hold(margins)
     table = {f"{c.scheme}/{c.variant}": {"[0,L)": round(c.mean_loss(0, L), 3),
                                          "[L,2L)": round(c.mean_loss(L, 2 * L), 3),
                                          "[2L,8L)" if cfg.eval_factor == 8 else "[2L,end)":
@@ -598,12 +662,16 @@ def check_extrapolation_experiment(ctx: Context, rope_variant: str = "none") -> 
         measured={"checks": checks, "loss": table},
         tolerance="margins as stated in each check (fractions of chance loss ln V)",
         verdict=agreement(ok),
+        margins=margins,
         figures=[figure],
         notes=[f"size {ctx.size.value}: vocab {cfg.vocab_size}, d {cfg.d_model}, heads "
                f"{cfg.num_heads}, train_len {L}, eval to {E}, segments U[{cfg.seg_min}, "
                f"{cfg.seg_max}], steps rope/alibi/learned {cfg.steps}/{cfg.alibi_steps}/"
                f"{cfg.learned_steps}; seconds "
-               f"{ {k: round(v, 1) for k, v in result.seconds.items()} }", *result.notes],
+               f"{ {k: round(v, 1) for k, v in result.seconds.items()} }", *result.notes,
+               "issue 12: the tiny preset trains RoPE at batch 32 for 800 steps (was 16, 500) "
+               "and evaluates 64 sequences (was 16), so that the in-range margin is firmer "
+               "than the spread between seeds"],
         details={"final_train_loss": result.final_train_loss,
                  "accuracy": {f"{c.scheme}/{c.variant}": [round(a, 3) for a in c.accuracy]
                               for c in result.curves}},
@@ -666,7 +734,12 @@ def check_alibi(ctx: Context, slopes_rule: str = "press") -> Evidence:
     bias = alibi_bias(ALiBi(heads).slopes, torch.arange(t), torch.arange(t))
     row = bias[:, -1]  # (H, S): bias of the last query against every key
     second_diff = float((row[:, 2:] - 2 * row[:, 1:-1] + row[:, :-2]).abs().max())
-    ok = worst <= 1e-6 and slope_err <= 1e-5 and second_diff <= 1e-5
+    margins = [
+        at_most("slope rel. error vs closed form", worst, 1e-6),
+        at_most("|slope from weights - m_h|", slope_err, 1e-5),
+        at_most("max second difference of bias", second_diff, 1e-5),
+    ]
+    ok = all_hold(margins)
     return Evidence(
         predicted={"slope rel. error": 0.0, "slope from weights - m_h": 0.0,
                    "second difference of bias": 0.0},
@@ -674,6 +747,7 @@ def check_alibi(ctx: Context, slopes_rule: str = "press") -> Evidence:
                   "second difference of bias": second_diff},
         tolerance="1e-6 relative (float32 slopes), 1e-5 for float32 softmax logs",
         verdict=agreement(ok),
+        margins=margins,
         notes=["head counts 1, 2, 4, 6, 8, 12, 16, 24"],
     )
 
@@ -704,7 +778,8 @@ def check_learned_embedding_limit(ctx: Context, silent_clamp: bool = False) -> E
         with torch.no_grad():
             emb.weight -= 0.1 * grad
     trained_changed = bool((emb.weight[:train_len] != initial[:train_len]).any())
-    untrained_same = bool((emb.weight[train_len:] == initial[train_len:]).all())
+    untrained_drift = float((emb.weight[train_len:] - initial[train_len:]).detach().abs().max())
+    untrained_same = untrained_drift == 0.0
 
     def lookup(n: int) -> Tensor:
         if silent_clamp:
@@ -716,7 +791,14 @@ def check_learned_embedding_limit(ctx: Context, silent_clamp: bool = False) -> E
         lookup(table + 1)
     except IndexError as exc:
         raised, message = True, str(exc)
-    ok = raised and "outside the learned table" in message and trained_changed and untrained_same
+    margins = [
+        at_least("raises IndexError past the table", float(raised), 1.0),
+        at_least("message says 'outside the learned table'",
+                 float("outside the learned table" in message), 1.0),
+        at_least("trained rows moved", float(trained_changed), 1.0),
+        at_most("max |change| of never-trained rows", untrained_drift, 0.0),
+    ]
+    ok = all_hold(margins)
     return Evidence(
         predicted={"error past the table": True, "untrained rows unchanged": True},
         measured={"error past the table": raised, "message": message[:120],
@@ -724,6 +806,7 @@ def check_learned_embedding_limit(ctx: Context, silent_clamp: bool = False) -> E
                   trained_changed},
         tolerance="exact",
         verdict=agreement(ok),
+        margins=margins,
     )
 
 
@@ -795,7 +878,13 @@ def check_axial_rope(ctx: Context, code: str = "rotary") -> Evidence:
     except RuntimeError:
         seed_applies = False
     # float32 angles at |coordinates| < 700: deviation bound ~2 ulp(700) ~ 1e-4; use 1e-3.
-    ok = worst <= 1e-3 and reduce_err == 0.0 and n_freq == 64 // 4 and not seed_applies
+    margins = [
+        at_most("relative deviation under a common shift", worst, 1e-3),
+        at_most("reduction to 1-D (max angle difference)", reduce_err, 0.0),
+        close_to("seed: frequencies built (16 = half of 32)", n_freq, 64 // 4),
+        at_most("seed: cache broadcasts to (B,H,T,64)", float(seed_applies), 0.0),
+    ]
+    ok = all_hold(margins)
     return Evidence(
         predicted={"relative deviation": 0.0, "reduction to 1-D": 0.0,
                    "seed: frequencies built (needed 32 for head_dim 64)": "16 (half)",
@@ -805,6 +894,7 @@ def check_axial_rope(ctx: Context, code: str = "rotary") -> Evidence:
                   "seed: cache broadcasts": seed_applies},
         tolerance="1e-3 relative (float32 angles, coordinates < 700); reduction exact",
         verdict=agreement(ok, refutes_seed=True),
+        margins=margins,
         notes=["axial sections of the 1-D frequency list (M-RoPE style), 2 and 3 axes, "
                f"head_dim {head_dim}, base 100; the seed's einsum 'd,p->dp' cannot even take a "
                "(n_dims, max_pos) product of a 1-D position vector: its cache is (1, 1, max_pos, "
@@ -850,12 +940,14 @@ def check_kv_cache_compatibility(ctx: Context, restart_positions: bool = False) 
             outs.append(step)
         errors[scheme] = float((torch.cat(outs, dim=1) - full).detach().abs().max())
     # float32 attention over 12 keys: differences come from summation order only (~1e-6).
-    ok = all(e <= 1e-5 for e in errors.values())
+    margins = [at_most(f"{scheme} |cached - full|", e, 1e-5) for scheme, e in errors.items()]
+    ok = all_hold(margins)
     return Evidence(
         predicted={"sinusoidal |cached - full|": 0.0, "rope |cached - full|": 0.0},
         measured=errors,
         tolerance="1e-5 (float32 summation order)",
         verdict=agreement(ok, refutes_seed=True),
+        margins=margins,
         notes=["the sinusoidal code is added before the K/V projections, so a cached key at "
                "position j never changes; recomputation is only needed when positions of "
                "cached tokens change (e.g. sliding windows with re-indexing, dynamic NTK)"],
@@ -902,13 +994,18 @@ def check_rope_precision(ctx: Context, angle_dtype: str = "float32") -> Evidence
                                inv64)[..., perm]  # float64 rotation, back in the half layout
     e2e = float((out - ref).abs().max() / ref.abs().max())
     # bf16 output: relative rounding 2^-8 ~ 4e-3 per entry; 1e-2 leaves margin.
-    ok = max_err < 1e-2 and e2e < 1e-2
+    margins = [
+        at_most("phase error of the module's angles (rad)", max_err, 1e-2),
+        at_most("bf16 q rotated, relative error", e2e, 1e-2),
+    ]
+    ok = all_hold(margins)
     return Evidence(
         predicted={"phase error (float32 angles)": "< 1e-2 rad", "bf16 angles": "~π"},
         measured={"phase error": max_err, "bf16 phase error (reference)": bf16_err,
                   "bf16 q rotated, relative error": e2e},
         tolerance="1e-2 rad (FACTS.md: fp32 ~3e-3 at 2048); bf16 output 1e-2 relative",
         verdict=agreement(ok),
+        margins=margins,
         notes=[f"angles at positions 4080..4096, d = {d}, base 1e4 ({angle_dtype})"],
     )
 
