@@ -138,7 +138,7 @@ class Margin:
         if not (math.isfinite(self.value) and math.isfinite(self.threshold)):
             return -math.inf
         d = self.value - self.threshold
-        return d if self.sense == ">=" else -d
+        return d if self.sense == ">=" else self.threshold - self.value
 
     @property
     def holds(self) -> bool:
