@@ -22,8 +22,10 @@ from transformer_math.claims.registry import (
     Size,
     Tier,
     agreement,
+    all_hold,
+    at_least,
+    at_most,
     claim,
-    within,
 )
 from transformer_math.diagnostics.attention_stats import mean_attention_entropy
 from transformer_math.functional.attention import scaled_dot_product_attention
@@ -84,11 +86,13 @@ def check_nadaraya_watson(ctx: Context, kernel: str = "softmax-attention") -> Ev
     err = float((measured_out - nw_out).abs().max())
     scale = float(measured_out.abs().max())
     tol = 1e-10
+    margins = [at_most("max |attention - Nadaraya-Watson|", err, tol)]
     return Evidence(
         predicted=0.0,
         measured=err,
         tolerance=tol,
-        verdict=agreement(err <= tol),
+        verdict=agreement(all_hold(margins)),
+        margins=margins,
         notes=[
             f"max |MultiHeadAttention(x) - W_O concat_h NW_h(x)| over {batch}x{n}x{d} outputs "
             f"(float64, output scale {scale:.2f}); kernel = {kernel}.",
@@ -144,9 +148,18 @@ def check_temperature_bandwidth(ctx: Context, beta_role: str = "inverse-bandwidt
     score_range = s.amax(-1) - s.amin(-1)
     bound_lo = (torch.exp(lo * score_range) - 1) * vmax
     steps = [b - a for a, b in itertools.pairwise(entropies)]
-    monotone = max(steps) <= 1e-12
-    ok_hi = bool((err_hi <= bound_hi + 1e-12).all())
-    ok_lo = bool((err_lo <= bound_lo + 1e-12).all())
+    # beta -> inf: err and bound both underflow to 0 for well-separated queries, so the
+    # condition is kept as a difference; beta -> 0: the bound is > 0, kept as a ratio.
+    # monotone: no step may raise the entropy by more than float64 round-off (1e-12). The
+    # decreases span 40 orders of magnitude (rows saturate at large beta), so the largest step
+    # is a near-zero number whose spread between seeds dwarfs 1e-12: the margin counts the
+    # violating steps instead (0 for every seed; 24 of 24 for the falsifier).
+    rises = sum(1 for st in steps if st > 1e-12)
+    margins = [
+        at_most("number of beta steps raising the entropy by > 1e-12", rises, 0),
+        at_most("max (error - bound) at beta = 1e3", float((err_hi - bound_hi).max()), 1e-12),
+        at_most("max error / bound at beta = 1e-3", float((err_lo / bound_lo).max()), 1.0),
+    ]
     fig = Figure(
         title="Attention entropy vs inverse temperature beta (bandwidth h = 1/sqrt(beta))",
         xlabel="beta",
@@ -168,11 +181,17 @@ def check_temperature_bandwidth(ctx: Context, beta_role: str = "inverse-bandwidt
             "beta_1e-3": "(exp(beta R) - 1) max|v| per query",
             "monotone": 1e-12,
         },
-        verdict=agreement(monotone and ok_hi and ok_lo),
+        verdict=agreement(all_hold(margins)),
+        margins=margins,
         notes=[
             "Both limits are checked against explicit bounds derived from the softmax, not a "
             "hand-picked tolerance: at beta the arg-max weight is >= 1 - (n-1) exp(-beta gap), "
             "and every weight lies in [exp(-beta R)/n, exp(beta R)/n].",
+            "Margins (issue 12): monotonicity is the number of steps that raise the entropy by "
+            "more than 1e-12 (must be 0; the largest step is a near-zero decrease whose size "
+            "varies by 1e-6 between seeds, so it cannot carry a margin against 1e-12); the "
+            "beta = 1e3 limit is max(error - bound) (both underflow to 0 for separated rows); "
+            "the beta = 1e-3 limit is max(error / bound) <= 1.",
             f"beta_role = {beta_role}.",
         ],
         figures=[fig],
@@ -210,11 +229,13 @@ def check_gaussian_equivalence(ctx: Context, equal_key_norms: bool = True) -> Ev
     predicted = nadaraya_watson_weights(q, k, GaussianKernel(bandwidth))
     err = float((measured - predicted).abs().max())
     tol = 1e-12
+    margins = [at_most("max |softmax weights - Gaussian kernel weights|", err, tol)]
     return Evidence(
         predicted=0.0,
         measured=err,
         tolerance=tol,
-        verdict=agreement(err <= tol),
+        verdict=agreement(all_hold(margins)),
+        margins=margins,
         notes=[
             "max |softmax attention weights - normalised Gaussian kernel weights| in float64; "
             "the Gaussian side uses explicit differences q - k (nn.kernel_regression).",
@@ -259,11 +280,13 @@ def check_linear_attention_rnn(ctx: Context, read_before_write: bool = False) ->
             errors[f"{fm}/offset{offset}/chunked"] = float((par.output - chunk).abs().max())
     worst = max(errors.values())
     tol = 1e-12
+    margins = [at_most("max |parallel - recurrent or chunked|", worst, tol)]
     return Evidence(
         predicted=0.0,
         measured=worst,
         tolerance=tol,
-        verdict=agreement(worst <= tol),
+        verdict=agreement(all_hold(margins)),
+        margins=margins,
         notes=[
             "max |parallel - recurrent| and |parallel - chunked(c=5)| over three feature maps, "
             "with and without a prefix of cached keys (bottom-right causal alignment), float64.",
@@ -292,7 +315,7 @@ def check_random_features(ctx: Context, norm_correction: bool = True) -> Evidenc
     d, pairs = 16, 64
     tiny = ctx.size is Size.TINY
     ms = [16, 64, 256, 1024] if tiny else [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
-    redraws = 10 if tiny else 24
+    redraws = 32 if tiny else 64
     betas = [0.125, 0.25, 0.5]
     g = ctx.generator(5)
     q = torch.randn(pairs, d, generator=g, dtype=F64)
@@ -302,6 +325,7 @@ def check_random_features(ctx: Context, norm_correction: bool = True) -> Evidenc
     measured: dict[float, list[float]] = {}
     predicted: dict[float, list[float]] = {}
     bias_z: dict[float, float] = {}
+    bias: dict[float, float] = {}
     for bi, beta in enumerate(betas):
         qs, ks = q * math.sqrt(beta), k * math.sqrt(beta)
         exact = torch.exp((qs * ks).sum(-1))
@@ -319,9 +343,10 @@ def check_random_features(ctx: Context, norm_correction: bool = True) -> Evidenc
             rel_t = torch.stack(rel)  # (redraws, pairs)
             measured[beta].append(float(rel_t.pow(2).mean().sqrt()))
             predicted[beta].append(float((var_factor / m).mean().sqrt()))
-            if mi == 1:  # unbiasedness at m = ms[1]: z-score of the mean relative error
+            if mi == len(ms) - 1:  # unbiasedness at the largest m: mean relative error
                 mean = rel_t.mean()
                 se = rel_t.std() / math.sqrt(rel_t.numel())
+                bias[beta] = float(mean)
                 bias_z[beta] = float(mean / se)
         ctx.report_progress((bi + 1) / len(betas))
     # log-log slope of measured RMS error vs m (least squares)
@@ -335,17 +360,20 @@ def check_random_features(ctx: Context, norm_correction: bool = True) -> Evidenc
         b: max(abs(mv / pv - 1.0) for mv, pv in zip(measured[b], predicted[b], strict=True))
         for b in betas
     }
-    sharper_needs_more = all(
-        measured[b2][i] > measured[b1][i]
+    sharper_ratio = min(
+        measured[b2][i] / measured[b1][i]
         for b1, b2 in itertools.pairwise(betas)
         for i in range(len(ms))
     )
-    ok = (
-        all(within(slopes[b], -0.5, abs_=0.1) for b in betas)
-        and all(r <= 0.25 for r in ratio.values())
-        and all(abs(z) <= 4.0 for z in bias_z.values())
-        and sharper_needs_more
-    )
+    sharper_needs_more = sharper_ratio > 1.0
+    bias_tol = 0.02
+    margins = [
+        at_most("max |slope + 1/2| over beta", max(abs(v + 0.5) for v in slopes.values()), 0.1),
+        at_most("max |RMS / Performer formula - 1|", max(ratio.values()), 0.25),
+        at_most(f"max |mean relative error| at m = {ms[-1]}",
+                max(abs(v) for v in bias.values()), bias_tol),
+        at_least("min RMS ratio between successive beta", sharper_ratio, 1.0),
+    ]
     series = []
     for b in betas:
         xs = [float(m) for m in ms]
@@ -364,21 +392,29 @@ def check_random_features(ctx: Context, norm_correction: bool = True) -> Evidenc
         for b in betas
     }
     return Evidence(
-        predicted={"slope": -0.5, "bias_z": 0.0, "rms_vs_formula": 0.0},
+        predicted={"slope": -0.5, "bias": 0.0, "rms_vs_formula": 0.0},
         measured={
             "slopes": {str(b): round(s, 4) for b, s in slopes.items()},
+            "bias": {str(b): round(z, 5) for b, z in bias.items()},
             "bias_z": {str(b): round(z, 3) for b, z in bias_z.items()},
             "max_rel_dev_from_formula": {str(b): round(r, 4) for b, r in ratio.items()},
         },
-        tolerance={"slope": 0.1, "bias_z": 4.0, "rms_vs_formula": 0.25},
-        verdict=agreement(ok),
+        tolerance={"slope": 0.1, "bias": bias_tol, "rms_vs_formula": 0.25},
+        verdict=agreement(all_hold(margins)),
+        margins=margins,
         notes=[
             f"{pairs} unit-norm (q, k) pairs in d={d}, kernel exp(beta q.k), {redraws} "
             "independent redraws of an iid Gaussian projection per m.",
             "Tolerances: the slope is fitted over a 64-256x range of m from Monte-Carlo RMS "
             "values whose own relative error is ~10-20% (heavy-tailed lognormal estimates), "
             "hence +-0.1 on the slope and 25% on the ratio to Performer's variance formula; "
-            "the bias test is a z-score of the mean relative error (|z| <= 4).",
+            f"Bias: |mean relative error| at m = {ms[-1]} <= {bias_tol}, pooled over "
+            f"{redraws} x {pairs} estimates (its standard error is ~0.002, so {bias_tol} is "
+            "~10 standard errors; the falsifier's bias is exp(beta) - 1 >= 0.133).",
+            "Changed for issue 12: the bias test was a z-score (|z| <= 4) at m = 64, a statistic "
+            "whose spread between seeds is ~1 by construction, so its margin could never be "
+            "three times the spread; now an absolute bias at the largest m, and 32 (was 10) "
+            "redraws at size tiny to steady the slope and formula ratio.",
             f"Sharper kernels need more features: at every m the error grows with beta "
             f"({sharper_needs_more}); features for 10% RMS error: {features_for_10pct}.",
             f"norm_correction = {norm_correction}.",
@@ -443,11 +479,13 @@ def check_set_invariance(ctx: Context, position_code: bool = False) -> Evidence:
             errors["sab-equivariance"] = max(errors["sab-equivariance"], e)
     worst = max(errors.values())
     tol = 1e-10
+    margins = [at_most("max invariance or equivariance error", worst, tol)]
     return Evidence(
         predicted=0.0,
         measured=worst,
         tolerance=tol,
-        verdict=agreement(worst <= tol),
+        verdict=agreement(all_hold(margins)),
+        margins=margins,
         notes=[
             "max |f(P x) - f(x)| (invariance) and |SAB(P x) - P SAB(x)| (equivariance) over 5 "
             "random permutations of a batch of 4 sets of 10 elements, float64.",
@@ -472,6 +510,19 @@ def check_set_invariance(ctx: Context, position_code: bool = False) -> Evidence:
     ),
 )
 def check_deepsets_vs_set_transformer(ctx: Context, shuffle_labels: bool = False) -> Evidence:
+    """Margin: accuracy(Set Transformer) - accuracy(Deep Sets) >= 0.05 on held-out sets.
+
+    Tiny configuration redesigned (issue 12, item 2). Before: every set drawn (many on the
+    boundary D ~ r), 400 Adam steps of batch 64 at a constant 3e-3, ST width 16 / 2 heads vs
+    Deep Sets hidden 64, 512 held-out sets; the Set Transformer stopped half-trained (0.60-0.62)
+    and the gap (0.016-0.05) was below the spread between seeds. Now: sets whose smallest
+    distance D lies within a factor 1.5 of r are not drawn (the label is still exactly
+    1[D < r]; r balances the classes), 500 one-cycle Adam steps (peak 6e-3, gradient norm
+    clipped at 1) of batch 256, ST width 32 / 4 heads vs Deep Sets hidden 128 (36k vs 34k
+    parameters), 4096 held-out sets (standard error <= 0.5/sqrt(4096) = 0.008). The Set
+    Transformer converges (~0.99) within the budget on every seed while Deep Sets plateaus near
+    0.82, so the gap (~0.17) is several times its spread.
+    """
     from dataclasses import replace
 
     from transformer_math.experiments.deepsets_vs_set_transformer import (
@@ -484,8 +535,8 @@ def check_deepsets_vs_set_transformer(ctx: Context, shuffle_labels: bool = False
     result = run(cfg, progress=ctx.report_progress)
     acc_ds = result.accuracy["deepsets"]
     acc_st = result.accuracy["set_transformer"]
-    margin = 0.05
-    ok = acc_st - acc_ds >= margin
+    required = 0.05
+    margins = [at_least("set transformer - deep sets accuracy", acc_st - acc_ds, required)]
     fig = Figure(
         title="Pairwise set task: held-out accuracy during training",
         xlabel="training step",
@@ -496,20 +547,33 @@ def check_deepsets_vs_set_transformer(ctx: Context, shuffle_labels: bool = False
         ],
         hlines=[(0.5, "chance")],
     )
+    se = 0.5 / math.sqrt(cfg.eval_sets)
     return Evidence(
-        predicted=f"set_transformer - deepsets >= {margin}",
+        predicted=f"set_transformer - deepsets >= {required}",
         measured={"deepsets": acc_ds, "set_transformer": acc_st, "gap": acc_st - acc_ds},
-        tolerance=margin,
-        verdict=agreement(ok),
+        tolerance=required,
+        verdict=agreement(all_hold(margins)),
+        margins=margins,
         notes=[
-            f"{cfg.set_size} points per set, r = {result.radius:.4f} (median smallest pairwise "
-            f"distance: balanced classes), {cfg.train_steps} Adam steps, {cfg.eval_sets} "
-            f"held-out sets; parameters {result.parameters}; {result.seconds:.1f} s.",
-            f"Margin {margin}: the held-out accuracy has standard error "
-            f"<= 0.5/sqrt({cfg.eval_sets}) = {0.5 / math.sqrt(cfg.eval_sets):.3f}; a gap of "
-            f"{margin} is several standard errors.",
+            f"{cfg.set_size} points per set uniform in [0, 1]^{cfg.point_dim}, "
+            f"r = {result.radius:.4f} "
+            f"(balanced: positive fraction {result.positive_fraction:.3f}), sets with D in "
+            f"[r/{cfg.band}, {cfg.band} r] not drawn; {cfg.train_steps} Adam steps of batch "
+            f"{cfg.batch_size} (one-cycle, peak lr {cfg.lr}), {cfg.eval_sets} held-out sets; "
+            f"parameters {result.parameters}; {result.seconds:.1f} s.",
+            f"Required gap {required}: the held-out accuracy has standard error <= "
+            f"0.5/sqrt({cfg.eval_sets}) = {se:.3f}; a gap of {required} is "
+            f"{required / se:.0f} standard errors.",
+            "Tiny configuration redesigned (issue 12): band around r, one-cycle Adam, 500 steps "
+            "of batch 256, width 32 vs hidden 128, 4096 held-out sets (was: no band, constant "
+            "lr, 400 steps of batch 64, width 16 vs hidden 64, 512 sets; gap 0.016-0.05, "
+            "thinner than the spread between seeds). Why the Set Transformer wins: attention "
+            "scores are functions of pairs, so one SAB compares every point with every other "
+            "before pooling; Deep Sets must detect a close pair through per-point features phi "
+            "alone (a partition of the square into cells of side ~r).",
             f"shuffle_labels = {cfg.shuffle_labels}.",
         ],
         figures=[fig],
-        details={"parameters": result.parameters, "radius": result.radius},
+        details={"parameters": result.parameters, "radius": result.radius,
+                 "positive_fraction": result.positive_fraction},
     )

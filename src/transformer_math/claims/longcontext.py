@@ -15,8 +15,11 @@ from transformer_math.claims.registry import (
     Series,
     Size,
     agreement,
+    all_hold,
+    at_least,
+    at_most,
     claim,
-    within,
+    close_to,
 )
 from transformer_math.functional.attention import scaled_dot_product_attention
 from transformer_math.functional.critical_scaling import (
@@ -82,9 +85,16 @@ def check_critical_scaling(ctx: Context, scale_rule: str = "gamma-log-n") -> Evi
     finite_n = math.log(n_max - 1) / ((1 - rho) * math.log(n_max))  # A_ii = 1/2 exactly here
     below = [table[g] for g in gammas if g < 0.85 * gamma_c]
     above = [table[g] for g in gammas if g > 1.15 * gamma_c]
-    collapse = all(all(b < a for a, b in itertools.pairwise(row)) for row in below)
-    identity = all(all(b > a for a, b in itertools.pairwise(row)) for row in above)
-    ok = within(crossing, gamma_c, rel=0.05) and collapse and identity
+    # largest change of A_ii with n below the transition (must be < 0: collapse) and smallest
+    # above it (must be > 0: identity); every condition is one margin for the worst row
+    rise_below = max(b - a for row in below for a, b in itertools.pairwise(row))
+    rise_above = min(b - a for row in above for a, b in itertools.pairwise(row))
+    collapse, identity = rise_below < 0, rise_above > 0
+    margins = [
+        close_to("crossing of A_ii = 1/2 vs gamma_c", crossing, gamma_c, rel=0.05),
+        at_most("max increase of A_ii with n for gamma < 0.85 gamma_c", rise_below, 0.0),
+        at_least("min increase of A_ii with n for gamma > 1.15 gamma_c", rise_above, 0.0),
+    ]
     # closed-form comparison at every (gamma, n): 1 / (1 + (n-1) n^{-gamma (1-rho)})
     closed = {
         g: [1.0 / (1.0 + (n - 1) * n ** (-g * (1 - rho))) for n in ns] for g in gammas
@@ -110,7 +120,8 @@ def check_critical_scaling(ctx: Context, scale_rule: str = "gamma-log-n") -> Evi
             "identity_above": identity,
         },
         tolerance={"gamma_c": "5% relative"},
-        verdict=agreement(ok, refutes_seed=True),
+        verdict=agreement(all_hold(margins), refutes_seed=True),
+        margins=margins,
         notes=[
             f"Tokens: {n_max} unit vectors with pairwise cosine {rho} (simplex configuration), "
             "attention computed by the project's reference backend; A_ii measured for n in "
@@ -118,6 +129,8 @@ def check_critical_scaling(ctx: Context, scale_rule: str = "gamma-log-n") -> Evi
             f"Crossing of A_ii = 1/2 at n = {n_max}; at finite n it sits at "
             f"log(n-1)/((1-rho) log n) = {finite_n:.4f}, within 5% of gamma_c for n >= 16 "
             "(tolerance), and moves to gamma_c as n grows.",
+            "The configuration is deterministic (simplex tokens, no random draw): the margins "
+            "do not move between seeds.",
             f"Measured A_ii agrees with the closed form 1/(1 + (n-1) n^(-gamma(1-rho))) to "
             f"{max_dev:.2e} (independent check of the implementation).",
             "Refuted (004 ch. 11): softmax(QK^T / sqrt(d_k f(T))) with f(T) = 1 + c loglog T or "

@@ -12,6 +12,9 @@ from transformer_math.claims.registry import (
     Series,
     Size,
     agreement,
+    all_hold,
+    at_least,
+    at_most,
     claim,
 )
 from transformer_math.theory.associative_memory import (
@@ -39,11 +42,10 @@ from transformer_math.theory.associative_memory import (
 def check_outer_product_crosstalk(ctx: Context, key_correlation: float = 0.0) -> Evidence:
     tiny = ctx.size is Size.TINY
     dims = [64, 128] if tiny else [64, 256]
-    trials = 8
+    trials = 24
     ratios = [1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0, 2.0]
     g = ctx.generator(8)
     rows = []
-    ok_crosstalk = True
     cos_curves: dict[int, tuple[list[float], list[float], list[float]]] = {}
     mlp_equal_size: dict[int, dict[str, float]] = {}
     for d in dims:
@@ -65,7 +67,6 @@ def check_outer_product_crosstalk(ctx: Context, key_correlation: float = 0.0) ->
             se = math.sqrt(sum((m - mean) ** 2 for m in ms) / (trials - 1) / trials)
             pred = (n - 1) / d
             agree = abs(mean - pred) <= 5 * se + 1e-12
-            ok_crosstalk &= agree
             rows.append({"d": d, "N": n, "pred": pred, "measured": mean, "se": se, "ok": agree})
             xs.append(n / d)
             cos_lin.append(sum(cs) / trials)
@@ -79,10 +80,15 @@ def check_outer_product_crosstalk(ctx: Context, key_correlation: float = 0.0) ->
                 }
         cos_curves[d] = (xs, cos_lin, cos_mlp)
         ctx.report_progress(dims.index(d) / len(dims) + 1 / len(dims))
-    ok_mlp = all(
-        v["gated_mlp_success"] >= 0.99 and v["linear_success"] <= 0.5
-        for v in mlp_equal_size.values()
-    )
+    z_tol = 5.0
+    worst = max(abs(r_["measured"] - r_["pred"]) / max(r_["se"], 1e-300) for r_ in rows)
+    margins = [
+        at_most("max |z| of the mean-square crosstalk over (d, N)", worst, z_tol),
+        at_least("min gated-MLP success at N = d/2",
+                 min(v["gated_mlp_success"] for v in mlp_equal_size.values()), 0.99),
+        at_most("max outer-product success at N = d/2",
+                max(v["linear_success"] for v in mlp_equal_size.values()), 0.5),
+    ]
     d_fig = dims[-1]
     xs, cl, cmlp = cos_curves[d_fig]
     fig = Figure(
@@ -103,7 +109,6 @@ def check_outer_product_crosstalk(ctx: Context, key_correlation: float = 0.0) ->
         vlines=[(0.5, "equal size: N = d/2"), (1.0, "N = d: crosstalk = signal")],
         hlines=[(0.9, "success threshold 0.9")],
     )
-    worst = max(abs(r_["measured"] - r_["pred"]) / max(r_["se"], 1e-300) for r_ in rows)
     return Evidence(
         predicted={"mean_square_crosstalk": "(N-1)/d", "gated_mlp_at_equal_size": ">= 0.99"},
         measured={
@@ -114,13 +119,18 @@ def check_outer_product_crosstalk(ctx: Context, key_correlation: float = 0.0) ->
             "equal_size": mlp_equal_size,
         },
         tolerance={"crosstalk": "5 standard errors over trials", "success_cos": 0.9},
-        verdict=agreement(ok_crosstalk and ok_mlp),
+        verdict=agreement(all_hold(margins)),
+        margins=margins,
         notes=[
             f"Unit keys and values uniform on the sphere (key correlation {key_correlation}), "
             f"d in {dims}, N/d in {ratios}, {trials} independent memories each; each memory is "
             "queried with all its stored keys.",
-            "Crosstalk tolerance: 5 standard errors of the mean over 8 independent trials (a "
-            "t-test with 7 degrees of freedom, two-sided p ~ 0.002 per cell; no hand-set margin).",
+            f"Crosstalk tolerance: {z_tol:g} standard errors of the mean over {trials} "
+            f"independent trials (a t-test with {trials - 1} degrees of freedom, two-sided "
+            "p < 1e-4 per cell; no hand-set margin); the margin is the worst cell.",
+            "Changed for issue 12: 24 trials per cell (was 8): with 7 degrees of freedom the "
+            "t-statistic's heavy tails made the worst of the 12 cells reach |z| ~ 3 (3.1 at seed "
+            "0), too close to 5 for the spread between seeds.",
             "Gated MLP memory: h = relu(K x - 0.5)/0.5, out = V^T h; at N = d/2 it has 2 N d = d^2 "
             "parameters, the size of the outer-product memory; success = cosine >= 0.9.",
             "Boundary (003): random keys queried with stored keys, threshold 'interference = "
