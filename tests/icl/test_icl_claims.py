@@ -20,6 +20,10 @@ def _check(claim_id: str) -> None:
     assert result.error is None, result.error
     assert result.evidence.verdict is not Verdict.FAILED, result.evidence
     assert result.falsifier_caught is True, result.falsifier_evidence
+    # the verdict rests on margins: all hold for the claim, at least one fails for the falsifier
+    assert result.evidence.margins and all(m.holds for m in result.evidence.margins)
+    assert result.falsifier_evidence is not None
+    assert any(not m.holds for m in result.falsifier_evidence.margins)
 
 
 @pytest.mark.parametrize("claim_id", QUICK)

@@ -19,8 +19,11 @@ from transformer_math.claims.registry import (
     Series,
     Size,
     agreement,
+    all_hold,
+    at_least,
+    at_most,
     claim,
-    within,
+    close_to,
 )
 from transformer_math.data.sequence_tasks import TaskSpec, equivariant_accuracy_ceiling
 from transformer_math.diagnostics.sensitivity import fit_loglog_slope
@@ -84,7 +87,13 @@ def check_no_position_equivariant(ctx: Context, positions: str = "none") -> Evid
         scale = max(scale, float(y.abs().max()))
         count += 1
     tol = 1e-9 * max(1.0, scale)  # float64 rounding through two blocks (~1e-15 relative)
-    ok = equal_gap <= tol and perm_gap <= tol
+    unit = max(1.0, scale)
+    margins = [
+        at_most("max |f(x)_i - f(x)_j| over x_i = x_j, / max(1, output scale)",
+                equal_gap / unit, 1e-9),
+        at_most("max |f(P x) - P f(x)| / max(1, output scale)", perm_gap / unit, 1e-9),
+    ]
+    ok = all_hold(margins)
     ceil_gen = ctx.generator(12)
     ceilings = {
         task: equivariant_accuracy_ceiling(task, spec, 4000, ceil_gen)
@@ -95,6 +104,7 @@ def check_no_position_equivariant(ctx: Context, positions: str = "none") -> Evid
         measured={"equal_token_gap": equal_gap, "permutation_gap": perm_gap},
         tolerance=tol,
         verdict=agreement(ok),
+        margins=margins,
         notes=[
             f"{count} random models (blocks {', '.join(BLOCKS)}; 1 and 2 layers), positions="
             f"{positions!r}, float64; inputs of length {spec.seq_len} over {spec.vocab_size} "
@@ -130,11 +140,23 @@ def check_no_position_fit(ctx: Context, no_position_arm: str = "none") -> Eviden
     res = position_equivariance.run(cfg, progress=ctx.report_progress)
     acc_free = res.results[no_position_arm].eval_accuracy
     acc_pos = res.results["learned"].eval_accuracy
-    # accuracy over eval_size sequences: 3 binomial standard errors at p = 1/2 (positions of one
-    # sequence are correlated, so the sequence count is the honest sample size)
-    tol = 3 * math.sqrt(0.25 / cfg.train.eval_size)
+    if res.exact_eval:
+        # every one of the V^n inputs evaluated once: exact accuracies, ceiling exact on the same
+        # inputs; the inequality is exact and the tolerance is float rounding only
+        tol, tol_text = 1e-9, f"float rounding (exact evaluation on all {cfg.spec.vocab_size}^" \
+            f"{cfg.spec.seq_len} inputs)"
+    else:
+        # accuracy over eval_size sequences: 3 binomial standard errors at p = 1/2 (positions of
+        # one sequence are correlated, so the sequence count is the honest sample size)
+        tol = 3 * math.sqrt(0.25 / cfg.train.eval_size)
+        tol_text = f"3 binomial standard errors over {cfg.train.eval_size} evaluation sequences"
     fit_threshold = 0.9
-    ok = acc_free <= res.equivariant_ceiling + tol and acc_pos >= fit_threshold
+    margins = [
+        at_most("no-position accuracy - equivariant ceiling", acc_free - res.equivariant_ceiling,
+                tol),
+        at_least("accuracy with learned positions", acc_pos, fit_threshold),
+    ]
+    ok = all_hold(margins)
     figure = Figure(
         title=f"{cfg.task}: training loss with and without positions",
         xlabel="step", ylabel="cross-entropy (nats)",
@@ -146,14 +168,18 @@ def check_no_position_fit(ctx: Context, no_position_arm: str = "none") -> Eviden
                    "with_positions_accuracy_at_least": fit_threshold},
         measured={"no_positions_accuracy": round(acc_free, 4),
                   "with_positions_accuracy": round(acc_pos, 4)},
-        tolerance=round(tol, 4),
+        tolerance=tol,
         verdict=agreement(ok),
+        margins=margins,
         notes=[
             f"task {cfg.task}, n = {cfg.spec.seq_len}, V = {cfg.spec.vocab_size}; "
             f"{cfg.num_layers}-layer full blocks, d = {cfg.embed_dim}, {cfg.train.steps} steps; "
-            f"equivariant ceiling {res.equivariant_ceiling:.3f} (exact given the multiset).",
-            f"Tolerance: 3 binomial standard errors over {cfg.train.eval_size} evaluation "
-            "sequences. 'Fits' means accuracy >= 0.9 (chance is 1/V).",
+            f"equivariant ceiling {res.equivariant_ceiling:.4f} (exact given the multiset).",
+            f"Tolerance: {tol_text}. 'Fits' means accuracy >= 0.9 (chance is 1/V).",
+            "issue 12 (tiny failed at seed 0: 20 steps fitted nothing, 0.36 with positions): "
+            "tiny now trains 500 steps x batch 64 and evaluates on all 4^4 = 256 inputs, so "
+            "the accuracies and the ceiling are exact and the no-position bound is an exact "
+            "inequality (before: 64 sampled sequences, tolerance 0.19).",
             f"run time {res.seconds:.1f} s",
         ],
         figures=[figure],
@@ -191,16 +217,24 @@ def check_component_ablation(ctx: Context, task: str = "context_lookup") -> Evid
                      if k.startswith("attention_only") and not k.endswith("/1L")),
                     default=math.nan)
     success, gap = 0.9, 0.1
-    tol = 3 * math.sqrt(0.25 / cfg.train.eval_size)
-    checks = {
-        "FFN-only <= token-wise ceiling + tol": ffn <= res.tokenwise_ceiling + tol,
-        "FFN-only fails (< 0.9)": ffn < success,
-        "full block, 1 layer, succeeds (>= 0.9)": full_1 >= success,
-        "attention-only, 1 layer, below full 1 layer by >= 0.1": attn_1 <= full_1 - gap,
-    }
-    if not math.isnan(attn_deep):  # the tiny preset trains 1-layer variants only
-        checks["attention-only, 2 layers, succeeds (>= 0.9): seed refuted"] = attn_deep >= success
-    ok = all(checks.values())
+    if res.exact_eval:  # all V^n inputs evaluated: exact accuracies, tolerance = float rounding
+        tol = 1e-9
+        tol_text = f"float rounding (exact evaluation on all {cfg.spec.vocab_size}^" \
+            f"{cfg.spec.seq_len} inputs)"
+    else:
+        tol = 3 * math.sqrt(0.25 / cfg.train.eval_size)
+        tol_text = f"3 binomial standard errors over {cfg.train.eval_size} evaluation sequences"
+    margins = [
+        at_most("FFN-only accuracy - token-wise ceiling", ffn - res.tokenwise_ceiling, tol),
+        at_most("FFN-only accuracy (fails: <= 0.9)", ffn, success),
+        at_least("full block, 1 layer, accuracy", full_1, success),
+        at_least("full/1L - attention_only/1L accuracy", full_1 - attn_1, gap),
+    ]
+    if not math.isnan(attn_deep):
+        margins.append(at_least("attention-only, 2 layers, accuracy (seed refuted)", attn_deep,
+                                success))
+    checks = {m.name: m.holds for m in margins}
+    ok = all_hold(margins)
     names = list(res.results)
     figure = Figure(
         title=f"Component ablation on {task}: final evaluation loss",
@@ -219,15 +253,16 @@ def check_component_ablation(ctx: Context, task: str = "context_lookup") -> Evid
                    "full/1L_at_least": success, "attention_only/1L_at_most": "full/1L - 0.1",
                    "attention_only/2L_at_least": success},
         measured={k: round(v, 4) for k, v in acc.items()},
-        tolerance=round(tol, 4),
+        tolerance=tol,
         verdict=agreement(ok, refutes_seed=True),
+        margins=margins,
         notes=[
             f"task {task}: V = {cfg.spec.vocab_size}, n = {cfg.spec.seq_len}, "
             f"C = {cfg.spec.num_classes}; d = {cfg.embed_dim}, {cfg.num_heads} heads, "
             f"{cfg.train.steps} steps x batch {cfg.train.batch_size}, no positions "
             "(the task is permutation equivariant); one seed.",
-            f"token-wise Bayes ceiling (exact) {res.tokenwise_ceiling:.3f}; tolerance = 3 "
-            f"binomial standard errors over {cfg.train.eval_size} evaluation sequences.",
+            f"token-wise Bayes ceiling (exact) {res.tokenwise_ceiling:.4f}; tolerance: "
+            f"{tol_text}.",
             "What the seed gets right: without attention no context (FFN-only sits exactly at "
             "the ceiling); one attention layer without an FFN falls short (a likely reason, "
             "not proven here: for a fixed own token, one head's output moves along a segment "
@@ -236,6 +271,13 @@ def check_component_ablation(ctx: Context, task: str = "context_lookup") -> Evid
             "indispensable'. The first design of this check predicted attention-only to fail "
             "at both depths; the measurement (two layers fit the task) is kept and the "
             "statement corrected, in line with exercise 8.3.4-3 (Arqand et al. 2025).",
+            "issue 12 (tiny failed at seed 0: 20 steps x batch 16 trained nothing, full/1L "
+            "0.86): tiny is now V = 4, n = 6, C = 4 (token-wise ceiling 0.461 instead of "
+            "0.875; see ComponentAblationConfig.tiny), d = 32, 800 steps x batch 64, "
+            "attention-only with "
+            "2 layers included, and every model is evaluated on all 4^6 inputs (exact "
+            "accuracies; tolerance float rounding instead of 3 standard errors of 64 "
+            "sequences, 0.19).",
             "checks: " + "; ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in checks.items()),
             f"run time {res.seconds:.1f} s",
         ],
@@ -304,7 +346,12 @@ def check_contextual_mapping(ctx: Context, mixer: str = "attention") -> Evidence
             example = {"a@1 in ab": float(flat[2, 0]), "a@1 in aa": float(flat[0, 0]),
                        "a@2 in ba": float(flat[5, 0]), "a@2 in aa": float(flat[1, 0])}
     threshold = 1e-4
-    ok = worst_ratio >= threshold
+    # In decades: the threshold is set in orders of magnitude (float32 resolution 1.2e-7 with
+    # three to spare), so the distance to it is measured in orders of magnitude too.
+    margins = [at_least("log10(min pairwise code distance / median distance)",
+                        math.log10(worst_ratio) if worst_ratio > 0 else -math.inf,
+                        math.log10(threshold))]
+    ok = all_hold(margins)
     return Evidence(
         predicted={"min_distance_over_median_at_least": threshold},
         measured={"min_pairwise_distance": worst_all,
@@ -312,6 +359,7 @@ def check_contextual_mapping(ctx: Context, mixer: str = "attention") -> Evidence
                   "min_distance_over_median": worst_ratio},
         tolerance=threshold,
         verdict=agreement(ok),
+        margins=margins,
         notes=[
             f"{trials} random single-layer attention maps (2 heads, d = {d}, float64) on "
             "token embedding + sinusoidal position; codes = x + Attn(x); worst case over trials.",
@@ -319,6 +367,9 @@ def check_contextual_mapping(ctx: Context, mixer: str = "attention") -> Evidence
             "stay distinct even after rounding to float32 (relative resolution 1.2e-7) with three "
             "orders to spare. The pairs that share token and position differ only through the "
             "attention term: that is the 'tail' of the seed's toy encoding.",
+            "issue 12: the margin is reported in decades, log10(ratio) >= -4 (the same verdict): "
+            "the ratio itself varies 0.06-0.2 between seeds, three orders above the threshold, "
+            "and its linear spread says nothing about how close a seed comes to 1e-4.",
             "first coordinate of some codes (trial 1): "
             + ", ".join(f"{k}: {v:.4f}" for k, v in example.items()),
         ],
@@ -399,12 +450,17 @@ def check_approximation_rate(ctx: Context, exponent_rule: str = "d/s") -> Eviden
                       "d=10,s=5,eps=0.1": 0.1 ** (-rule(10, 5))}
     cases = _measured_exponents(ctx)
     rel = 0.05
-    exponent_ok = {
-        name: within(c["measured_d_over_s"], rule(c["dim"], c["s"]), rel=rel)
+    exponent_margins = {
+        name: close_to(f"measured d/s, {name}", c["measured_d_over_s"], rule(c["dim"], c["s"]),
+                       rel=rel)
         for name, c in cases.items()
     }
-    calc_ok = all(within(calculator[k], v, rel=1e-9) for k, v in exercise_answers.items())
-    ok = calc_ok and all(exponent_ok.values())
+    exponent_ok = {name: m.holds for name, m in exponent_margins.items()}
+    calc_err = max(abs(calculator[k] - v) / abs(v) for k, v in exercise_answers.items())
+    calc_ok = calc_err <= 1e-9
+    margins = [at_most("max relative error of the calculator vs the exercise's answers",
+                       calc_err, 1e-9), *exponent_margins.values()]
+    ok = all_hold(margins)
     figure = Figure(
         title="Approximation error vs number of units (log-log); slope -s/d",
         xlabel="units / parameters N", ylabel="sup error", logx=True, logy=True,
@@ -418,6 +474,7 @@ def check_approximation_rate(ctx: Context, exponent_rule: str = "d/s") -> Eviden
                   "d_over_s": {k: round(c["measured_d_over_s"], 4) for k, c in cases.items()}},
         tolerance={"calculator_rel": 1e-9, "exponent_rel": rel},
         verdict=agreement(ok),
+        margins=margins,
         notes=[
             "The exercise's numbers are the calculator's (theory/approximation.py) evaluated at "
             "the exercise's inputs and compared with the recorded answers 1e5 and 1e2.",

@@ -23,6 +23,9 @@ from transformer_math.claims.registry import (
     Series,
     Tier,
     agreement,
+    all_hold,
+    at_least,
+    at_most,
     claim,
 )
 from transformer_math.data.regression import make_task_pool, sample_regression
@@ -100,11 +103,13 @@ def check_one_step_gd(ctx: Context, value_label_sign: float = -1.0) -> Evidence:
         errors.append(float((measured - (xq * w1).sum(-1)).abs().max()))
         cases.append({"d": dim, "N": n, "eta": round(eta, 4)})
     worst = max(errors)
+    margins = [at_most("max |y_hat_LSA - x_q^T w_1| over 6 (d, N, eta)", worst, 1e-10)]
     return Evidence(
         predicted="|y_hat_LSA - x_q^T w_1| = 0 (one GD step)",
         measured=f"max error {worst:.2e} over {len(cases)} random (d, N, eta), 32 prompts each",
         tolerance="< 1e-10 (float64 round-off of sums of <= 40 products is ~1e-14)",
-        verdict=agreement(worst < 1e-10),
+        verdict=agreement(all_hold(margins)),
+        margins=margins,
         notes=["read-out is -h[-1,-1]: the construction stores the NEGATIVE prediction (FACTS.md)"],
         details={"cases": cases, "errors": errors, "value_label_sign": value_label_sign},
     )
@@ -137,36 +142,54 @@ def check_neumann_ols(ctx: Context, eta_factor: float = 1.0) -> Evidence:
         with torch.no_grad():
             model = _constructed_model(1, 0.5, 1, layers, -1.0)
             example_meas.append(float(model.predict(regression_tokens(x1, y1, xq1))[0]))
-    example_ok = all(abs(a - b) < 1e-12 for a, b in zip(example_meas, example_pred, strict=True))
-    # (b) a random problem: w_L read from the L-layer model with basis queries
+    example_err = max(abs(a - b) for a, b in zip(example_meas, example_pred, strict=True))
+    # (b) a random problem: w_L read from the L-layer model with basis queries. A second target
+    # vector y = X v, v the eigenvector of H with the largest |1 - eta lambda|, makes w* = v the
+    # direction in which the bound is attained: the ratio error / bound is then 1 for every L
+    # (up to rounding), so the bound is checked where it is tight, not only where it is loose.
     g = ctx.generator(502)
-    d, n, max_layers = 4, 24, 40
+    d, n, max_layers = 4, 96, 40
     x = torch.randn(n, d, generator=g, dtype=torch.float64)
     y = torch.randn(n, generator=g, dtype=torch.float64)
     hess, b = least_squares_terms(x, y)
-    lam_max = float(torch.linalg.eigvalsh(hess).max())
+    lam, vecs = torch.linalg.eigh(hess)
+    lam_max = float(lam.max())
     eta = eta_factor / lam_max
     w_star = torch.linalg.lstsq(x, y).solution
-    xb = x.expand(d, n, d)
-    yb = y.expand(d, n)
+    w_tight = vecs[:, int((1 - eta * lam).abs().argmax())]
+    y_tight = x @ w_tight
+    xb = x.expand(2 * d, n, d)
+    yb = torch.cat([y.expand(d, n), y_tight.expand(d, n)])
     basis = torch.eye(d, dtype=torch.float64)
+    queries = torch.cat([basis, basis])
     layer_grid = [1, 2, 4, 8, 16, 24, 32, 40]
-    measured_err, bound, neumann_gap = [], [], 0.0
+    measured_err, bound, ratios, neumann_gap = [], [], [], 0.0
     sums = neumann_partial_sums(hess, b, eta, max_layers)
     bounds = neumann_error_bound(hess, w_star, eta, max_layers)
+    bounds_tight = neumann_error_bound(hess, w_tight, eta, max_layers)
     for layers in layer_grid:
         with torch.no_grad():
-            w_l = _constructed_model(d, eta, n, layers, -1.0).predict(
-                regression_tokens(xb, yb, basis)
+            w_both = _constructed_model(d, eta, n, layers, -1.0).predict(
+                regression_tokens(xb, yb, queries)
             )
+        w_l, w_l_tight = w_both[:d], w_both[d:]
         measured_err.append(float(torch.linalg.vector_norm(w_l - w_star)))
         bound.append(float(bounds[layers]))
+        err_tight = float(torch.linalg.vector_norm(w_l_tight - w_tight))
+        # (|w_L - w*| - 1e-12) / bound: 1e-12 absorbs the rounding of w_L - w* once both are tiny
+        for m, bd in ((measured_err[-1], bound[-1]), (err_tight, float(bounds_tight[layers]))):
+            ratios.append((m - 1e-12) / bd if bd > 0 else math.inf)
         neumann_gap = max(neumann_gap, float((w_l - sums[layers]).abs().max()))
-    within_bound = all(
-        m <= bd * (1 + 1e-9) + 1e-12 for m, bd in zip(measured_err, bound, strict=True)
-    )
-    converged = measured_err[-1] < 1e-3 * float(torch.linalg.vector_norm(w_star))
-    ok = example_ok and within_bound and converged and neumann_gap < 1e-8
+    bound_ratio = max(ratios)
+    final_rel = measured_err[-1] / float(torch.linalg.vector_norm(w_star))
+    margins = [
+        at_most("worked example: max |measured - 0, 1, 1.5, 1.75, 1.875|", example_err, 1e-12),
+        at_most("max_L (|w_L - w*| - 1e-12) / (|I - eta H|^L |w*|), random and tight w*",
+                bound_ratio, 1 + 1e-9),
+        at_most("|w_40 - w*| / |w*|", final_rel, 1e-3),
+        at_most("max |model w_L - Neumann partial sum|", neumann_gap, 1e-8),
+    ]
+    ok = all_hold(margins)
     fig = Figure(
         title="L stacked GD layers: distance to OLS",
         xlabel="layers L",
@@ -193,12 +216,17 @@ def check_neumann_ols(ctx: Context, eta_factor: float = 1.0) -> Evidence:
         "|w_40 - w*| < 1e-3 |w*|; "
         "model vs Neumann sums < 1e-8",
         verdict=agreement(ok),
+        margins=margins,
         notes=[
             f"eta = {eta_factor} / lambda_max(H) = {eta:.4f}; 2/lambda_max = {2 / lam_max:.4f}",
             f"max |model w_L - Neumann partial sum| = {neumann_gap:.2e}",
+            "issue 12 (margins over seeds 0-4 at tiny): N = 24 -> 96 context pairs, so that "
+            "kappa(H) ~ 2.3 instead of ~6 and 40 layers converge for every seed (seed 4 had "
+            "|w_40 - w*| / |w*| = 1.5e-3 > 1e-3 at N = 24); the bound is also checked at the w* "
+            "that attains it (ratio 1), since on a random w* its tightness varies with the seed.",
         ],
         figures=[fig],
-        details={"kappa": float(lam_max / torch.linalg.eigvalsh(hess).min())},
+        details={"kappa": float(lam_max / lam.min()), "bound_ratios": ratios},
     )
 
 
@@ -221,6 +249,7 @@ def check_trained_matches_gd(ctx: Context, checkpoint: str = "final") -> Evidenc
     r = _get(icl_gd, config, ctx)
     index = -1 if checkpoint == "final" else 0
     cosine = r.cosine[index]
+    margins = [at_least("cosine of d(y_hat)/d(x_q), model vs one GD step", cosine, 0.99)]
     fig = Figure(
         title="Trained linear self-attention vs one GD step",
         xlabel="training step",
@@ -242,12 +271,16 @@ def check_trained_matches_gd(ctx: Context, checkpoint: str = "final") -> Evidenc
         predicted="cosine >= 0.99 (the trained layer implements one GD step)",
         measured=round(cosine, 5),
         tolerance="0.99 (the issue's threshold; von Oswald et al. report ~0.99+)",
-        verdict=agreement(cosine >= 0.99),
+        verdict=agreement(all_hold(margins)),
+        margins=margins,
         notes=[
             f"config {config}",
             f"run time {r.seconds:.1f} s",
             f"eta (line search) {r.eta_gd:.4f} vs learned eta {r.eta_model[index]:.4f}",
             f"loss model {r.model_loss[index]:.4f} vs GD {r.gd_loss:.4f}",
+            *r.notes,
+            "issue 12: tiny trains 3 initialisations and keeps the best on a validation batch "
+            "(seed 4 stayed at a saddle with one: cosine 0.485); see ICLGDConfig.tiny",
         ],
         figures=[fig],
         details={
@@ -276,6 +309,7 @@ def check_preconditioned_optimum(ctx: Context, prediction: str = "gamma_inverse"
     config = _preset(icl_preconditioner.ICLPreconditionerConfig, ctx)
     r = _get(icl_preconditioner, config, ctx)
     rel = r.relative_error if prediction == "gamma_inverse" else r.relative_error_vs_sigma_inverse
+    margins = [at_most("|n A - prediction|_F / |prediction|_F", rel, 0.15)]
     learned = [v for row in r.learned for v in row]
     predicted = [v for row in r.gamma_inverse for v in row]
     fig = Figure(
@@ -297,7 +331,8 @@ def check_preconditioned_optimum(ctx: Context, prediction: str = "gamma_inverse"
         predicted=f"n A = {prediction.replace('_', ' ')}",
         measured=f"relative Frobenius error {rel:.4f}",
         tolerance="0.15 (the claim's; finite training and SGD noise)",
-        verdict=agreement(rel <= 0.15),
+        verdict=agreement(all_hold(margins)),
+        margins=margins,
         notes=[
             f"config {config}",
             f"run time {r.seconds:.1f} s",
@@ -327,7 +362,7 @@ def check_preconditioned_optimum(ctx: Context, prediction: str = "gamma_inverse"
 )
 def check_bayes_posterior(ctx: Context, lambda_rule: str = "sigma2_over_tau2") -> Evidence:
     g = ctx.generator(505)
-    dim, k, noise_var, tau2, m = 4, 32, 0.25, 1.0, 32
+    dim, k, noise_var, tau2, m = 4, 64, 0.25, 1.0, 32
     # (a) posterior concentration (dMMSE posterior over a pool; true task drawn from the pool)
     pool = make_task_pool(m, dim, generator=g, dtype=torch.float64)
     index = torch.randint(m, (2000,), generator=g)
@@ -335,36 +370,57 @@ def check_bayes_posterior(ctx: Context, lambda_rule: str = "sigma2_over_tau2") -
     y = (x @ pool[index].unsqueeze(-1)).squeeze(-1) + noise_var**0.5 * torch.randn(
         2000, k, generator=g, dtype=torch.float64
     )
+    k_grid = [*range(17), 20, 24, 28, 32, 40, 48, 56, 64]  # every K up to 16, then coarser
     mass = [
         float(
             dmmse_posterior(x[:, :i], y[:, :i], pool, noise_var)
             .gather(1, index.unsqueeze(1))
             .mean()
         )
-        for i in range(k + 1)
+        for i in k_grid
     ]
-    concentrates = (
-        abs(mass[0] - 1.0 / m) < 1e-12
-        and mass[-1] >= 0.99
-        and all(b >= a - 0.01 for a, b in itertools.pairwise(mass))
-    )
-    # (b) ridge risk over lambda under the Gaussian prior, common random numbers
-    batch = sample_regression(20000, 7, dim, generator=g, noise_var=noise_var, dtype=torch.float64)
+    min_step = min(b - a for a, b in itertools.pairwise(mass))
+    # (b) ridge risk over lambda under the Gaussian prior. ridge_predict is linear in the context
+    # labels, y_hat = c^T y; its coefficients c (read off with unit label vectors) give the risk
+    # given (X, x_q) exactly: E[(c^T y - y_q)^2 | X, x_q] = tau^2 |X^T c - x_q|^2 + sigma^2 |c|^2
+    # + sigma^2, averaged over 10000 draws of (X, x_q); the Bayes risk given (X, x_q) is
+    # sigma^2 + x_q^T C x_q with C = (X^T X / sigma^2 + I / tau^2)^{-1} (posterior covariance).
+    batch = sample_regression(10000, 7, dim, generator=g, noise_var=noise_var, dtype=torch.float64)
     xc, yc, xq, yq = batch.split_query()
     claimed = noise_var / tau2 if lambda_rule == "sigma2_over_tau2" else tau2 / noise_var
     grid = [noise_var / tau2 * f for f in (1 / 16, 1 / 4, 1, 4, 16)]
     if claimed not in grid:
         grid.append(claimed)
     grid.sort()
-    risks = [float(((ridge_predict(xc, yc, xq, lam) - yq) ** 2).mean()) for lam in grid]
+    units = torch.eye(xc.shape[1], dtype=torch.float64)
+
+    def exact_risk(lam: float) -> torch.Tensor:  # (B,) risk of ridge_predict given (X, x_q)
+        coef = torch.stack(
+            [ridge_predict(xc, units[j].expand_as(yc), xq, lam) for j in range(xc.shape[1])], -1
+        )  # (B, K)
+        bias = torch.einsum("bkd,bk->bd", xc, coef) - xq
+        return tau2 * (bias**2).sum(-1) + noise_var * (coef**2).sum(-1) + noise_var
+
+    risks = [float(exact_risk(lam).mean()) for lam in grid]
     best = grid[min(range(len(grid)), key=risks.__getitem__)]
-    err = (ridge_predict(xc, yc, xq, claimed) - yq) ** 2
-    risk_claimed, stderr = float(err.mean()), float(err.std() / math.sqrt(err.numel()))
+    risk_claimed = risks[grid.index(claimed)]
     eye = torch.eye(dim, dtype=torch.float64)
     post_cov = torch.linalg.inv(xc.transpose(1, 2) @ xc / noise_var + eye / tau2)
-    bayes = noise_var + float(torch.diagonal(post_cov, dim1=1, dim2=2).sum(-1).mean())
-    risk_ok = abs(risk_claimed - bayes) <= 4 * stderr
-    ok = concentrates and best == claimed and risk_ok
+    bayes = noise_var + float(torch.einsum("bd,bde,be->b", xq, post_cov, xq).mean())
+    # Monte Carlo over (w, noise) as well, reported beside the exact value
+    err = (ridge_predict(xc, yc, xq, claimed) - yq) ** 2
+    risk_mc, stderr = float(err.mean()), float(err.std() / math.sqrt(err.numel()))
+    others = [r for lam, r in zip(grid, risks, strict=True) if lam != claimed]
+    margins = [
+        at_most("|posterior mass at K = 0 - 1/M|", abs(mass[0] - 1.0 / m), 1e-12),
+        at_least(f"posterior mass on the true task at K = {k}", mass[-1], 0.99),
+        at_least("min_K (mass(K+1) - mass(K))", min_step, -0.01),
+        at_least("min risk at the other lambdas - risk at the claimed lambda",
+                 min(others) - risk_claimed, 0.0),
+        at_most("|risk(claimed lambda) - Bayes risk| / Bayes risk (exact given X, x_q)",
+                abs(risk_claimed - bayes) / bayes, 1e-9),
+    ]
+    ok = all_hold(margins)
     fig = Figure(
         title="Ridge risk vs lambda under the Gaussian prior",
         xlabel="lambda",
@@ -385,13 +441,21 @@ def check_bayes_posterior(ctx: Context, lambda_rule: str = "sigma2_over_tau2") -
             "risk_at_claimed": round(risk_claimed, 4),
             "posterior_mass": [round(v, 4) for v in mass],
         },
-        tolerance="risk within 4 standard errors of the Monte Carlo mean; "
-        "posterior mass >= 0.99 at "
-        "K = 32 and non-decreasing up to 0.01 (Monte Carlo)",
+        tolerance="risk equal to the Bayes risk to 1e-9 relative (float64 rounding; exact given "
+        f"X, x_q); posterior mass >= 0.99 at K = {k} and non-decreasing up to 0.01 (Monte Carlo)",
         verdict=agreement(ok),
+        margins=margins,
         notes=[
             f"D = {dim}, sigma^2 = {noise_var}, tau^2 = {tau2}, M = {m}; ridge on 6 context pairs, "
-            f"20000 prompts; lambda rule {lambda_rule}"
+            f"10000 prompts; lambda rule {lambda_rule}",
+            f"Monte Carlo over (w, noise) too: risk {risk_mc:.4f} +- {stderr:.4f} vs Bayes "
+            f"{bayes:.4f} ({abs(risk_mc - bayes) / stderr:.2f} standard errors)",
+            "issue 12 (margins over seeds 0-4 at tiny): the risk is now computed exactly given "
+            "(X, x_q) from ridge_predict's linear coefficients, not only by Monte Carlo: a test "
+            "'within 4 standard errors' has a slack of (4 - |z|) standard errors whose spread is "
+            "itself ~0.6 standard errors, never 3x firm (seeds 0-4: ratio 2.3). K = 32 -> 64 "
+            "context pairs for the posterior mass (at K = 32 its slack over 0.99 was 1.1x the "
+            "spread between pools; the mass converges exponentially in K).",
         ],
         figures=[
             fig,
@@ -399,11 +463,12 @@ def check_bayes_posterior(ctx: Context, lambda_rule: str = "sigma2_over_tau2") -
                 title=f"dMMSE posterior mass on the true task (M = {m})",
                 xlabel="context examples K",
                 ylabel="mean posterior mass",
-                series=[Series("measured", [float(i) for i in range(k + 1)], mass, "line", "o-")],
+                series=[Series("measured", [float(i) for i in k_grid], mass, "line", "o-")],
                 hlines=[(1.0 / m, "prior 1/M"), (0.99, "0.99")],
             ),
         ],
-        details={"lambda_grid": grid, "risks": risks, "stderr": stderr},
+        details={"lambda_grid": grid, "risks": risks, "risk_monte_carlo": risk_mc,
+                 "stderr": stderr},
     )
 
 
@@ -434,14 +499,31 @@ def check_task_diversity(ctx: Context, models: str = "trained") -> Evidence:
     # fresh-task MSE must recover at least half of the gain from the zero predictor to ridge.
     # Runs still on the predict-zero plateau follow neither baseline and are reported, not used.
     learned_line = r.ridge_mse + 0.5 * (zero_mse - r.ridge_mse)
-    small_follows_dmmse = dd[0] < dr[0]
     ridge_regime = [
         m
         for m, a, b, e in zip(r.num_tasks, dd, dr, mse, strict=True)
         if b < a and e <= learned_line and m > r.num_tasks[0]
     ]
     above_line = [m for m, e in zip(r.num_tasks, mse, strict=True) if e > learned_line]
-    ok = small_follows_dmmse and bool(ridge_regime)
+    # The orderings as scale-free contrasts (a - b) / (a + b) in [-1, 1] (same signs as a - b):
+    # the distances scale with |w|^2 of the pool tasks, which differs between seeds.
+    def contrast(a: float, b: float) -> float:
+        return (a - b) / (a + b) if a + b > 0 else 0.0
+
+    # "closer to ridge and learned" at the best M above the smallest: both conditions >= 0; the
+    # learning condition as the fraction of the zero-to-ridge gain left unrecovered, <= 1/2
+    ridge_side = max(
+        (min(contrast(a, b), 0.5 - (e - r.ridge_mse) / (zero_mse - r.ridge_mse))
+         for m, a, b, e in zip(r.num_tasks, dd, dr, mse, strict=True) if m > r.num_tasks[0]),
+        default=-math.inf,
+    )
+    margins = [
+        at_least("(d_ridge - d_dmmse) / (d_ridge + d_dmmse) at the smallest M",
+                 contrast(dr[0], dd[0]), 0.0),
+        at_least("max over larger M of min((d_dmmse - d_ridge) / (d_dmmse + d_ridge), "
+                 "1/2 - unrecovered gain)", ridge_side, 0.0),
+    ]
+    ok = all_hold(margins)
     log2_m_star = task_diversity.crossover_log2(
         [math.log2(m) for m in r.num_tasks], [a - b for a, b in zip(dd, dr, strict=True)]
     )
@@ -467,11 +549,18 @@ def check_task_diversity(ctx: Context, models: str = "trained") -> Evidence:
         tolerance="orderings of distances (no numeric slack); learning criterion: half of the "
         "possible in-context gain from the zero predictor to ridge",
         verdict=agreement(ok),
+        margins=margins,
         notes=[
             f"scaled down per FACTS.md: {config}",
             f"run time {r.seconds:.1f} s",
             f"ridge MSE {r.ridge_mse:.3f}, zero-predictor MSE {zero_mse:.3f}",
             "Raventos et al.'s M* = 2^11..2^14 needs ~500k steps; short training moves M* down",
+            "issue 12: the orderings are reported as contrasts (a - b) / (a + b) (same signs; "
+            "the distances scale with the pool's |w|^2). NOT firm at tiny: at D = 1, M = 128 the "
+            "dMMSE and ridge predictions differ by only 0.001-0.005 in mean square, so which one "
+            "the model is closer to is decided by noise (seeds 1-4 fail the large-M ordering); "
+            "tried: D = 1 with M = 8..32 stays closer to dMMSE after 1000 steps, D = 2 (M = 32) "
+            "does not learn in 1000 steps at d_model 16. Needs a longer tiny run (open).",
             f"ridge regime (closer to ridge and learned) at M = {ridge_regime}",
             f"fresh-task MSE above ridge + half the gap ({learned_line:.3f}) at M = {above_line}: "
             "expected below M* (the model predicts with memorised pool tasks); above M* it means "
@@ -513,14 +602,15 @@ def check_induction_heads(ctx: Context, model: str = "two_layer") -> Evidence:
     cross = c.first_crossing(induction, 0.5)
     drop = c.steepest_loss_drop()
     window = max(2 * config.eval_every, int(0.05 * config.steps))
-    ok = (
-        c.num_layers >= 2
-        and induction[-1] >= 0.5
-        and prev0[-1] >= 0.4
-        and cross is not None
-        and abs(drop - cross) <= window
-        and control_max < 0.2
-    )
+    margins = [
+        at_least("layers of the model checked", c.num_layers, 2),
+        at_least("final induction score (best head, last layer)", induction[-1], 0.5),
+        at_least("final previous-token score (best head, layer 0)", prev0[-1], 0.4),
+        at_most("|steepest in-context-loss drop - induction crossing 0.5| (steps)",
+                math.inf if cross is None else abs(drop - cross), window),
+        at_most("max induction score of the 1-layer control", control_max, 0.2),
+    ]
+    ok = all_hold(margins)
     xs = [float(s) for s in c.steps]
     fig = Figure(
         title="Induction-head phase change",
@@ -558,6 +648,7 @@ def check_induction_heads(ctx: Context, model: str = "two_layer") -> Evidence:
         tolerance=f"thresholds: 0.5 = majority of a head's attention on the induction target "
         f"(uniform attention gives ~1/t < 0.05); timing window {window} steps",
         verdict=agreement(ok),
+        margins=margins,
         notes=[
             f"config {config}",
             f"run time {r.seconds:.1f} s (2-layer + control)",
@@ -612,11 +703,14 @@ def check_newton_schulz(ctx: Context, init_scale: float | None = None) -> Eviden
     )
     if not math.isfinite(inverse_error):
         inverse_error = math.inf
-    ok = (
-        r0 < 1
-        and all(r <= b * (1 + 1e-6) + 1e-13 for r, b in zip(residual, bound, strict=True))
-        and inverse_error < 1e-10
-    )
+    # |R_t| - (|R_0|^(2^t) (1 + 1e-6) + 1e-13) <= 0 for every t; -inf when |R_0| >= 1 (no bound)
+    excess = max(r - (b * (1 + 1e-6) + 1e-13) for r, b in zip(residual, bound, strict=True))
+    margins = [
+        at_most("|R_0| = |I - M A_0|", r0, 1.0),
+        at_most("max_t |R_t| - (|R_0|^(2^t) (1 + 1e-6) + 1e-13)", excess, 0.0),
+        at_most("|A_30 - M^-1|_F / |M^-1|_F", inverse_error, 1e-10),
+    ]
+    ok = all_hold(margins)
     ts = [float(t) for t in range(len(residual))]
     fig = Figure(
         title="Newton-Schulz: residual |I - M A_t|",
@@ -637,6 +731,7 @@ def check_newton_schulz(ctx: Context, init_scale: float | None = None) -> Eviden
         tolerance="bound with 1e-6 relative slack plus 1e-13 round-off; "
         "final relative error < 1e-10",
         verdict=agreement(ok),
+        margins=margins,
         notes=[f"kappa(M) = {10**1.5:.1f}, A_0 scale {init_scale or 'M^T/(|M|_1|M|_inf)'}"],
         figures=[fig],
     )

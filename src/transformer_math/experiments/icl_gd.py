@@ -17,10 +17,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
 from transformer_math.data.regression import sample_regression
+from transformer_math.nn.init import seeded
 from transformer_math.nn.linear_self_attention import LinearSelfAttention, regression_tokens
 from transformer_math.theory.icl_baselines import gd_predict, line_search_gd_eta
 
@@ -36,10 +38,18 @@ class ICLGDConfig:
     init_std: float = 0.02
     eval_batch: int = 4096
     eval_every: int = 250
+    restarts: int = 1
     seed: int = 0
 
     @staticmethod
     def tiny(seed: int = 0) -> ICLGDConfig:
+        """d = 3, 600 Adam steps at lr 1e-2, best of 3 initialisations.
+
+        issue 12: the product W_K^T W_Q ... of one layer sometimes sits at a saddle (cosine
+        ~0.49, loss 0.40 vs GD 0.13) for hundreds of steps: seed 4 for all 600 steps with one
+        initialisation. The claim is about the trained optimum, so (as in icl_preconditioner)
+        three initialisations are trained and the one with the lowest validation loss is kept.
+        """
         return ICLGDConfig(
             dim=3,
             num_context=10,
@@ -48,6 +58,7 @@ class ICLGDConfig:
             lr=1e-2,
             eval_batch=1024,
             eval_every=100,
+            restarts=3,
             seed=seed,
         )
 
@@ -109,27 +120,19 @@ def _evaluate(model: LinearSelfAttention, x, y, xq, yq, eta_gd: float, n: int):
     )
 
 
-def run(config: ICLGDConfig, progress: Callable[[float], None] | None = None) -> ICLGDResult:
-    """Train and evaluate; deterministic given ``config.seed`` (no global RNG is touched)."""
-    start = time.perf_counter()
-    g = torch.Generator().manual_seed(config.seed)
+def _train(config: ICLGDConfig, g: torch.Generator, evaluation: tuple, eta_gd: float,
+           progress: Callable[[float], None] | None, restart: int) -> tuple[Any, dict[str, list]]:
+    """One initialisation trained with Adam; curves recorded on the evaluation batch."""
     n = config.num_context
-    x_ls, y_ls, xq_ls, yq_ls = _sample(config, config.eval_batch, g)
-    eta_gd = line_search_gd_eta(x_ls, y_ls, xq_ls, yq_ls)
-    x_ev, y_ev, xq_ev, yq_ev = _sample(config, config.eval_batch, g)
-    gd_loss = float(0.5 * ((gd_predict(x_ev, y_ev, xq_ev, eta_gd) - yq_ev) ** 2).mean())
-    model = LinearSelfAttention(config.dim + 1, 1, init_std=config.init_std, generator=g)
+    model = seeded(lambda: LinearSelfAttention(config.dim + 1, 1, init_std=config.init_std), g)
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
-    steps, losses, cosines, sens, preds, etas = [], [], [], [], [], []
+    curves: dict[str, list] = {k: [] for k in ("steps", "loss", "cos", "sens", "pred", "eta")}
 
     def record(step: int) -> None:
-        loss, cos, s_l2, p_l2 = _evaluate(model, x_ev, y_ev, xq_ev, yq_ev, eta_gd, n)
-        steps.append(step)
-        losses.append(loss)
-        cosines.append(cos)
-        sens.append(s_l2)
-        preds.append(p_l2)
-        etas.append(float(n * torch.trace(model.label_preconditioner()) / config.dim))
+        loss, cos, s_l2, p_l2 = _evaluate(model, *evaluation, eta_gd, n)
+        for key, value in zip(curves, (step, loss, cos, s_l2, p_l2), strict=False):
+            curves[key].append(value)
+        curves["eta"].append(float(n * torch.trace(model.label_preconditioner()) / config.dim))
 
     record(0)
     for step in range(1, config.steps + 1):
@@ -141,16 +144,50 @@ def run(config: ICLGDConfig, progress: Callable[[float], None] | None = None) ->
         if step % config.eval_every == 0 or step == config.steps:
             record(step)
             if progress is not None:
-                progress(step / config.steps)
+                progress((restart + step / config.steps) / config.restarts)
+    return model, curves
+
+
+def run(config: ICLGDConfig, progress: Callable[[float], None] | None = None) -> ICLGDResult:
+    """Train and evaluate; deterministic given ``config.seed`` (no global RNG is touched).
+
+    With ``restarts > 1`` every initialisation is trained and the one with the lowest loss on a
+    separate validation batch is reported (the others' validation losses go to ``notes``).
+    """
+    start = time.perf_counter()
+    g = torch.Generator().manual_seed(config.seed)
+    x_ls, y_ls, xq_ls, yq_ls = _sample(config, config.eval_batch, g)
+    eta_gd = line_search_gd_eta(x_ls, y_ls, xq_ls, yq_ls)
+    x_ev, y_ev, xq_ev, yq_ev = _sample(config, config.eval_batch, g)
+    gd_loss = float(0.5 * ((gd_predict(x_ev, y_ev, xq_ev, eta_gd) - yq_ev) ** 2).mean())
+    validation = _sample(config, config.eval_batch, g) if config.restarts > 1 else None
+    best: tuple[float, dict[str, list]] | None = None
+    val_losses = []
+    for restart in range(config.restarts):
+        model, curves = _train(config, g, (x_ev, y_ev, xq_ev, yq_ev), eta_gd, progress, restart)
+        if validation is None:
+            best = (0.0, curves)
+            break
+        xv, yv, xqv, yqv = validation
+        with torch.no_grad():
+            val = float(0.5 * ((model.predict(regression_tokens(xv, yv, xqv)) - yqv) ** 2).mean())
+        val_losses.append(val)
+        if best is None or val < best[0]:
+            best = (val, curves)
+    assert best is not None
+    c = best[1]
+    notes = [f"validation loss of each restart {[round(v, 4) for v in val_losses]} (best kept)"] \
+        if val_losses else []
     return ICLGDResult(
         config,
-        steps,
-        losses,
+        c["steps"],
+        c["loss"],
         gd_loss,
-        cosines,
-        sens,
-        preds,
+        c["cos"],
+        c["sens"],
+        c["pred"],
         eta_gd,
-        etas,
+        c["eta"],
         time.perf_counter() - start,
+        notes,
     )

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from transformer_math.data.regression import sample_regression
+from transformer_math.nn.init import seeded
 from transformer_math.nn.linear_self_attention import LinearSelfAttention, regression_tokens
 from transformer_math.theory.icl_construction import ahn_optimal_preconditioner
 
@@ -100,7 +101,7 @@ def _train(
     restart: int,
 ):
     n = config.num_context
-    model = LinearSelfAttention(config.dim + 1, 1, init_std=config.init_std, generator=g)
+    model = seeded(lambda: LinearSelfAttention(config.dim + 1, 1, init_std=config.init_std), g)
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
     warmup = max(1, config.steps // 20)
 
