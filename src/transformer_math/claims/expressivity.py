@@ -29,6 +29,7 @@ from transformer_math.data.sequence_tasks import TaskSpec, equivariant_accuracy_
 from transformer_math.diagnostics.sensitivity import fit_loglog_slope
 from transformer_math.experiments import component_ablation, position_equivariance
 from transformer_math.nn.attention import MultiHeadAttention
+from transformer_math.nn.init import no_init_draws
 from transformer_math.nn.tiny_transformer import (
     BLOCKS,
     TinyTransformerConfig,
@@ -324,7 +325,8 @@ def check_contextual_mapping(ctx: Context, mixer: str = "attention") -> Evidence
     for _ in range(trials):
         emb = torch.randn(2, d, generator=gen, dtype=torch.float64)
         x = emb[ids] + _sinusoid(2, d)  # (4, 2, d)
-        attn = MultiHeadAttention(d, 2, backend="reference").double()
+        with no_init_draws():  # every weight is drawn from ``gen`` below
+            attn = MultiHeadAttention(d, 2, backend="reference").double()
         with torch.no_grad():
             for p in attn.parameters():
                 p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float64) / math.sqrt(d))
