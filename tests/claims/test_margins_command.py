@@ -47,6 +47,12 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> None:
     def liar(ctx: Context) -> Evidence:
         return Evidence(0, 1, 0, Verdict.VERIFIED, margins=[at_most("error", 1.0, 0.0)])
 
+    @registry.claim("testing.blind", source="s", statement="firm, but its falsifier is missed",
+                    falsifier=Falsifier("ignored", {"extra": 1.0}))
+    def blind(ctx: Context, extra: float = 0.0) -> Evidence:
+        margins = [at_most("error", 0.0, 1e-6)]
+        return Evidence(0, 0.0, 1e-6, agreement(all_hold(margins)), margins=margins)
+
     @registry.claim("testing.cited", source="s", statement="not checkable")
     def cited(ctx: Context) -> Evidence:
         return Evidence(None, None, None, Verdict.CITED)
@@ -91,6 +97,8 @@ def test_margins_command_firm_and_weak(fake: None, runner: CliRunner, tmp_path: 
     assert thin["firm"] is False and thin["margins"][0]["min_slack"] >= 0  # passes, but thinly
     liar = next(c for c in doc["claims"] if c["id"] == "testing.liar")
     assert liar["problems"]
+    result = runner.invoke(app, ["margins", "-k", "blind", "--seeds", "0-1"])
+    assert result.exit_code == 1 and "falsifier not caught" in result.output, result.output
 
 
 @pytest.mark.parametrize("seeds", ["4-0", "x", "3", "1,1", ""])

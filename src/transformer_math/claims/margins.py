@@ -9,7 +9,8 @@ threshold, sense). Run the check for several seeds; for each named margin take
   issue 12: "the margin at least three times the spread between those seeds").
 
 A claim is firm when every margin it reports is firm for every seed, it reports the same margin
-names for every seed, and (unless it is ``cited``) it reports at least one margin. A margin whose
+names for every seed, its falsifier (if any) is caught at every seed, and (unless it is
+``cited``) it reports at least one margin. A margin whose
 value does not move between seeds (spread 0: an exact identity, a count) is firm when it holds.
 """
 
@@ -101,6 +102,8 @@ def spread_of(claim: Claim, results: Sequence[ClaimResult], seeds: Sequence[int]
             out.problems.append(f"seed {seed}: {r.error}")
         if r.evidence.verdict is Verdict.FAILED:
             out.problems.append(f"seed {seed}: failed")
+        if r.falsifier_caught is False:
+            out.problems.append(f"seed {seed}: falsifier not caught")
         have = {m.name for m in r.evidence.margins}
         missing = [n for n in names if n not in have]
         if missing:

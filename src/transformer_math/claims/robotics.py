@@ -22,7 +22,11 @@ from transformer_math.claims.registry import (
     Figure,
     Series,
     agreement,
+    all_hold,
+    at_least,
+    at_most,
     claim,
+    close_to,
 )
 from transformer_math.experiments import (
     robotics_chunking_tradeoff,
@@ -39,6 +43,9 @@ from transformer_math.theory.compounding_error import (
 )
 
 SOURCE = "000 §8.3.8"
+#: A return observed from A in the stitching data (A->D): the DT must reproduce it, which shows
+#: that it was trained well enough for its failure at the stitched return to mean something.
+STITCH_IN_DATA_TARGET = 3.0
 
 
 def _preset(cls: Any, ctx: Context, **overrides: Any) -> Any:
@@ -91,8 +98,6 @@ def check_compounding_error(ctx: Context, noise_tau: float | None = None) -> Evi
     chunked = {k: res.get(k, "open_loop").mean_error for k in cfg.chunk_sizes}
     best_k = min((k for k in cfg.chunk_sizes if k > 1), key=lambda k: chunked[k])
     second_k = sorted(cfg.chunk_sizes)[1]
-    superlinear = slope > 1.1
-    falls = chunked[second_k] < chunked[1] and chunked[best_k] < 0.9 * chunked[1]
     example = {
         "T^2 eps (k=1)": bc_regret_bound(400, 0.01),
         "T^2 eps / k (k=90)": seed_chunked_bound(400, 0.01, 90),
@@ -103,10 +108,17 @@ def check_compounding_error(ctx: Context, noise_tau: float | None = None) -> Evi
         "worst-case expected cost k=90, eps per step (DP)": worst_case_expected_cost(
             400, 0.01, 90, per_step_error=True),
     }
-    bounds_hold = (example["worst-case expected cost k=1 (DP)"] <= example["T^2 eps (k=1)"]
-                   and example["worst-case expected cost k=90, eps per chunk (DP)"]
-                   <= example["T^2 eps / k (k=90)"])
-    ok = superlinear and falls and bounds_hold
+    margins = [
+        at_least("cumulative deviation log-log slope at k=1", slope, 1.1),
+        at_most("error(second k) / error(k=1)", chunked[second_k] / chunked[1], 1.0),
+        at_most("min_k error(k) / error(k=1)", chunked[best_k] / chunked[1], 0.9),
+        at_most("DP worst case / T^2 eps (T=400, eps=0.01, k=1)",
+                example["worst-case expected cost k=1 (DP)"] / example["T^2 eps (k=1)"], 1.0),
+        at_most("DP worst case / T^2 eps / k (k=90, eps per chunk)",
+                example["worst-case expected cost k=90, eps per chunk (DP)"]
+                / example["T^2 eps / k (k=90)"], 1.0),
+    ]
+    ok = all_hold(margins)
     steps = list(range(1, h + 1))
     figures = [
         Figure(
@@ -142,10 +154,14 @@ def check_compounding_error(ctx: Context, noise_tau: float | None = None) -> Evi
             "with probability eps and cost is counted per step; with eps per executed step the "
             "worst case gives no gain (theory/compounding_error.py).",
             "T^2 eps = 1600 exceeds the maximal cost T = 400: the bound is vacuous at T = 400.",
+            "Issue 12: the old tiny run (60 steps, 12 demos, horizon 80) was undertrained: its "
+            "policies drifted with white expert noise too, and k = 8 was worse than k = 1 "
+            "(ratio 1.34). Tiny now trains 1500 steps on 50 demos, horizon 200, k in 1, 4, 16.",
             f"expert noise tau {cfg.noise_tau} s; train {res.train_seconds:.1f} s, rollouts "
             f"{res.rollout_seconds:.1f} s; success by horizon at k=1: {single.success}",
         ],
         figures=figures,
+        margins=margins,
         details={"worked example": example,
                  "success by k": {str(k): res.get(k, "open_loop").success
                                   for k in cfg.chunk_sizes},
@@ -185,12 +201,19 @@ def check_chunking_tradeoff(ctx: Context, push_prob: float | None = None) -> Evi
     def err(k: int, mode: str) -> float:
         return res.get(k, "open_loop" if k == 1 else mode).mean_error
 
-    open_falls = succ(k_max, "open_loop") < succ(1, "open_loop") - 0.1
-    replan_keeps = (err(k_max, "replan") < err(k_max, "open_loop")
-                    and err(k_max, "replan") <= 1.25 * err(1, "open_loop"))
     hf = {m: res.get(k_max, m).high_freq_fraction for m in cfg.modes}
-    smoother = hf["act_ensemble"] < hf["open_loop"]
-    ok = open_falls and replan_keeps and smoother
+    margins = [
+        at_least("open-loop success drop k=1 -> k_max",
+                 succ(1, "open_loop") - succ(k_max, "open_loop"), 0.1),
+        at_most("replan / open-loop error at k_max",
+                err(k_max, "replan") / err(k_max, "open_loop"), 1.0),
+        at_most("replan error at k_max / error at k=1",
+                err(k_max, "replan") / err(1, "open_loop"), 1.25),
+        at_most("ACT-ensemble / open-loop high-frequency power at k_max",
+                hf["act_ensemble"] / hf["open_loop"] if hf["open_loop"] > 0 else math.inf,
+                1.0),
+    ]
+    ok = all_hold(margins)
     figures = [
         Figure(
             f"Success (error < {cfg.task.success_radius} m for {h} steps) with pushes",
@@ -222,10 +245,14 @@ def check_chunking_tradeoff(ctx: Context, push_prob: float | None = None) -> Evi
             "ACT-style oldest-first ensembling weighs the oldest (least informed) prediction most, "
             "which delays feedback; see 'success by k' for act_ensemble vs newest_ensemble and "
             "replan: reactivity is measured, not assumed.",
+            "Issue 12: the old tiny run (60 steps, 12 demos, 16 paths, push_prob 0.05) had "
+            "success 0.125 even at k = 1; tiny now trains 2500 steps on 100 demos, horizon "
+            "200, push_prob 0.01, 400 test paths, k in 1, 16.",
             f"push_prob {cfg.push_prob}, push speed {cfg.push_speed} m/s; train "
             f"{res.train_seconds:.1f} s, rollouts {res.rollout_seconds:.1f} s",
         ],
         figures=figures,
+        margins=margins,
         details={"expert success": res.expert.success, "expert error": res.expert.mean_error},
     )
 
@@ -251,9 +278,12 @@ def check_multimodal_actions(ctx: Context, use_latent: bool = True,
     res = _multimodal(cfg)
     ctx.report_progress(1.0)
     mse, act = res.outcomes["mse"], res.outcomes["act_sampled"]
-    left = act.left_fraction
-    both_modes = math.isfinite(left) and 0.15 <= left <= 0.85
-    ok = mse.collision_rate >= 0.5 and act.collision_rate <= 0.2 and both_modes
+    margins = [
+        at_least("MSE collision rate", mse.collision_rate, 0.5),
+        at_most("CVAE collision rate", act.collision_rate, 0.2),
+        close_to("CVAE left fraction (vs 0.5)", act.left_fraction, 0.5, abs_=0.35),
+    ]
+    ok = all_hold(margins)
     series = []
     for key, style in (("mse", "r-"), ("act_sampled", "b-"), ("act_zero", "g:")):
         for j, path in enumerate(res.outcomes[key].paths):
@@ -272,7 +302,14 @@ def check_multimodal_actions(ctx: Context, use_latent: bool = True,
         "both sides in [0.15, 0.85] (the demos are 50/50)",
         verdict=agreement(ok),
         notes=[f"demonstrations going left: {res.demo_left_fraction:.2f}; run {res.seconds:.1f} s",
-               "ACT with z = 0 is shown for reference (not part of the verdict)."],
+               "ACT with z = 0 is shown for reference (not part of the verdict).",
+               "Issue 12: tiny now uses 200 demos and 100 test starts (was 20 and 8), 400 MSE "
+               "and 1000 ACT steps (was 40 and 20); there the CVAE avoids the obstacle (0.09-"
+               "0.19 over seeds 0-4) but favours one side at seeds 1 and 2: the claim is "
+               "decided at the default size. ACT with z = 0 "
+               "(L1, chunks of 10) also avoids the obstacle there (0.18): L1 chunking already "
+               "picks a side."],
+        margins=margins,
         figures=[Figure("Bimodal obstacle task: rollouts (obstacle at (0, 1), goal (0, 2))",
                         "x", "y", series)],
     )
@@ -301,24 +338,37 @@ def check_dt_stitching(ctx: Context, include_full_trajectories: bool = False) ->
     cfg = _preset(robotics_dt.StitchingConfig, ctx,
                   include_full_trajectories=include_full_trajectories)
     res = robotics_dt.run_stitching(cfg, progress=ctx.report_progress)
-    q_ok = res.q_learning.reached == "C" and res.q_learning.ret == cfg.target_return
-    dt_fails = res.dt.reached != "C"
-    ok = q_ok and dt_fails
+    in_data = res.dt_by_target[STITCH_IN_DATA_TARGET]
+    margins = [
+        at_least("Q-learning reaches C", float(res.q_learning.reached == "C"), 1.0),
+        close_to("Q-learning return from A", res.q_learning.ret, cfg.target_return, abs_=0.0),
+        at_most(f"DT(R={cfg.target_return:g}) reaches C", float(res.dt.reached == "C"), 0.0),
+        close_to(f"DT(R={STITCH_IN_DATA_TARGET:g}) return (A->D, in the data)", in_data.ret,
+                 STITCH_IN_DATA_TARGET, abs_=0.0),
+    ]
+    ok = all_hold(margins)
     fig_series = []
     for name, roll, style in (("Q-learning", res.q_learning, "b-"), ("DT (R=4)", res.dt, "r--")):
         cells = np.asarray(roll.cells, float)
         fig_series.append(Series(name, cells[:, 0].tolist(), cells[:, 1].tolist(), style=style))
     return Evidence(
-        predicted={"Q-learning": "reaches C, return 4", "DT(target 4)": "does not reach C"},
+        predicted={"Q-learning": "reaches C, return 4", "DT(target 4)": "does not reach C",
+                   "DT(target 3)": "returns 3 (A->D, a return in the data)"},
         measured={"Q-learning": {"return": res.q_learning.ret, "end": res.q_learning.reached},
                   "DT by target": {str(t): {"return": r.ret, "end": r.reached or "none"}
                                    for t, r in res.dt_by_target.items()},
                   "returns from A in data": res.data_returns_at_a},
-        tolerance="exact (deterministic gridworld)",
+        tolerance="exact (deterministic gridworld); DT(R=3) must return 3 (trained at all)",
         verdict=agreement(ok),
         notes=[f"Q(A) = {res.q_value_at_a:.3f} with gamma {cfg.gamma}; run {res.seconds:.1f} s",
                "Return 4 is never observed from A in the data, so the DT's request is out of "
-               "distribution (000 §8.3.8 可达性)."],
+               "distribution (000 §8.3.8 可达性).",
+               "Issue 12: the DT must also reproduce the in-data return 3 (A->D), so that its "
+               "failure at 4 is not that of an untrained model; the old tiny DT (30 steps) "
+               "reached nothing for any target and missed the falsifier. Tiny now trains width "
+               "64, 2 layers, no dropout, 1000 steps on 20 episodes per segment (600 steps "
+               "missed the falsifier at seed 1)."],
+        margins=margins,
         figures=[Figure("Stitching gridworld: paths from A (0,3); B (3,6), C (6,6), D (6,0)",
                         "x", "y", fig_series)],
     )
@@ -367,10 +417,13 @@ def check_dt_return_reachability(ctx: Context, decrement_return: bool = True) ->
     # a behaviour episode's return is only defined up to its per-step noise: std
     # pace_noise * sqrt(T) (0.32 at default); tracking must be within 3 of those standard deviations
     track_tol = 3.0 * runner.pace_noise * math.sqrt(runner.horizon)
-    tracks = math.isfinite(track_err) and track_err <= track_tol
-    saturates = gain <= 0.25 and shortfall >= 0.25 * targets.max()
     capped_at_data_max = math.isfinite(best_above) and best_above <= res.data_max + 0.15 * span
-    ok = tracks and saturates
+    margins = [
+        at_most("mean |achieved - target| inside the data range", track_err, track_tol),
+        at_most("gain d(achieved)/d(target) over the top targets", gain, 0.25),
+        at_least("shortfall / largest target", shortfall / targets.max(), 0.25),
+    ]
+    ok = all_hold(margins)
     return Evidence(
         predicted={"inside data range": "achieved = target (gain 1)",
                    "far above data max": "gain d(achieved)/d(target) ~ 0; target not reached",
@@ -392,10 +445,13 @@ def check_dt_return_reachability(ctx: Context, decrement_return: bool = True) ->
         notes=[
             f"run {res.seconds:.1f} s (training cached across the falsifier); RTG decremented: "
             f"{decrement_return}; optimum return {res.optimum}",
+            "Issue 12: the old tiny DT (30 steps, 40 episodes) ignored its target (gap 4.98 > "
+            "0.95); tiny now trains 1000 steps on 200 episodes, 31 targets from -20 to 40.",
             "Verdict 'refuted' means: tracking inside the data and saturation above it hold, "
             "but the seed's 'locked at the data's best return' does not; the DT extrapolates "
             "part of the way beyond the data maximum before it saturates.",
         ],
+        margins=margins,
         figures=[Figure(
             "Decision Transformer: achieved vs target return (1-D runner)", "target return",
             "achieved return",
