@@ -1,4 +1,4 @@
-"""Test-wide settings: one torch thread.
+"""Test-wide settings: one torch thread, and MKL's strict reproducible mode.
 
 The tests use tiny tensors, where a second intra-op thread costs more in synchronisation than it
 saves, and on a shared 2-core machine it oversubscribes the cores (tiny training runs measured
@@ -6,6 +6,12 @@ saves, and on a shared 2-core machine it oversubscribes the cores (tiny training
 """
 
 from __future__ import annotations
+
+import os
+
+# Before torch runs anything: MKL's kernels otherwise pick code paths by memory alignment, and the
+# last bit of a product then depends on what ran before (see transformer_math/__init__.py).
+os.environ.setdefault("MKL_CBWR", "AUTO,STRICT")
 
 import pytest
 import torch
