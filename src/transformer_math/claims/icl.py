@@ -155,7 +155,10 @@ def check_neumann_ols(ctx: Context, eta_factor: float = 1.0) -> Evidence:
     lam, vecs = torch.linalg.eigh(hess)
     lam_max = float(lam.max())
     eta = eta_factor / lam_max
-    w_star = torch.linalg.lstsq(x, y).solution
+    # OLS from the same eigendecomposition, w* = V diag(1/lambda) V^T b: MKL's least-squares
+    # driver (torch.linalg.lstsq) changes its last bits with the alignment of its buffers, so
+    # its answer depended on what ran before (the order test of issue 12); eigh does not.
+    w_star = vecs @ ((vecs.T @ b) / lam)
     w_tight = vecs[:, int((1 - eta * lam).abs().argmax())]
     y_tight = x @ w_tight
     xb = x.expand(2 * d, n, d)
