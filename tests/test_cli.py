@@ -29,6 +29,7 @@ from transformer_math.claims.registry import (
     within,
 )
 from transformer_math.cli import app, register_extra_commands
+from transformer_math.registry import Registry
 
 QUICK_IDS = [
     "testing.broken",
@@ -49,8 +50,8 @@ def runner() -> CliRunner:
 @pytest.fixture
 def fake_claims(monkeypatch: pytest.MonkeyPatch) -> dict[str, Claim]:
     """Replace the registry with the throw-away claims below."""
-    table: dict[str, Claim] = {}
-    monkeypatch.setattr(registry, "_REGISTRY", table)
+    table: Registry[Claim] = Registry("claim")
+    monkeypatch.setattr(registry, "CLAIMS", table)
     monkeypatch.setattr(registry, "_import_topic_modules", lambda: None)
 
     @registry.claim(

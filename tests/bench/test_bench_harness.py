@@ -31,6 +31,7 @@ from transformer_math.bench.harness import (
     select_benchmarks,
 )
 from transformer_math.cli import app
+from transformer_math.registry import Registry
 
 
 class FakeClock:
@@ -279,8 +280,8 @@ def test_bench_help() -> None:
 def fake_benchmarks(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     """Two fake benchmarks (one meets its target, one misses it) on a fake clock."""
     clock = FakeClock()
-    table: dict[str, RegisteredBenchmark] = {}
-    monkeypatch.setattr(harness, "_REGISTRY", table)
+    table: Registry[RegisteredBenchmark] = Registry("benchmark")
+    monkeypatch.setattr(harness, "BENCHMARKS", table)
     monkeypatch.setattr(harness, "_import_benchmark_modules", lambda: None)
     monkeypatch.setattr(harness, "DEFAULT_TIMER", clock)
 

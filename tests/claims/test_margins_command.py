@@ -23,11 +23,12 @@ from transformer_math.claims.registry import (
     run_claim,
 )
 from transformer_math.cli import app
+from transformer_math.registry import Registry
 
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(registry, "_REGISTRY", {})
+    monkeypatch.setattr(registry, "CLAIMS", Registry("claim"))
     monkeypatch.setattr(registry, "_import_topic_modules", lambda: None)
 
     @registry.claim("testing.firm", source="s", statement="error far below tolerance",

@@ -41,6 +41,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from transformer_math.registry import Registry
+
 Timer = Callable[[], float]
 Workload = Callable[[], object]
 
@@ -383,7 +385,8 @@ class RegisteredBenchmark:
         return bench
 
 
-_REGISTRY: dict[str, RegisteredBenchmark] = {}
+BENCHMARKS: Registry[RegisteredBenchmark] = Registry("benchmark")
+"""Benchmarks by ``topic.slug`` name; filled by importing the modules of ``bench/``."""
 _NAME = re.compile(r"[a-z0-9]+(\.[a-z0-9-]+)+")
 
 
@@ -393,9 +396,11 @@ def benchmark(name: str) -> Callable[[Callable[[], AnyBenchmark]], Callable[[], 
         raise ValueError(f"benchmark name must look like 'topic.slug[.variant]', got {name!r}")
 
     def register(factory: Callable[[], AnyBenchmark]) -> Callable[[], AnyBenchmark]:
-        if name in _REGISTRY and _REGISTRY[name].factory is not factory:
+        if name in BENCHMARKS and BENCHMARKS[name].factory is factory:
+            return factory
+        if name in BENCHMARKS:
             raise ValueError(f"benchmark {name!r} registered twice")
-        _REGISTRY[name] = RegisteredBenchmark(name, factory)
+        BENCHMARKS.add(name, RegisteredBenchmark(name, factory), topic=name.split(".")[0])
         return factory
 
     return register
@@ -412,7 +417,7 @@ def _import_benchmark_modules() -> None:
 def all_benchmarks() -> list[RegisteredBenchmark]:
     """Every registered benchmark, sorted by name (benchmark modules are imported first)."""
     _import_benchmark_modules()
-    return sorted(_REGISTRY.values(), key=lambda b: b.name)
+    return sorted(BENCHMARKS.values(), key=lambda b: b.name)
 
 
 def select_benchmarks(

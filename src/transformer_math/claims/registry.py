@@ -28,6 +28,8 @@ from typing import Any, TypeVar
 
 import torch
 
+from transformer_math.registry import Registry
+
 T = TypeVar("T")
 
 
@@ -270,7 +272,23 @@ class Claim:
             raise ValueError(f"claim id {self.id!r} does not start with its topic {self.topic!r}")
 
 
-_REGISTRY: dict[str, Claim] = {}
+CLAIMS: Registry[Claim] = Registry("claim")
+"""Every claim by id; metadata ``topic`` and ``tier``. Filled by importing the topic packages."""
+
+_PACKAGE = "transformer_math.claims"
+
+
+def topic_of_module(module: str) -> str:
+    """The topic a module's claims belong to: its package under ``transformer_math.claims``.
+
+    ``transformer_math.claims.attention.scaling`` -> ``attention`` (a topic is a package or a
+    module directly under ``claims``; claims defined anywhere else have no topic).
+    """
+    prefix = _PACKAGE + "."
+    if not module.startswith(prefix) or module[len(prefix):].split(".")[0] in _NOT_TOPICS:
+        raise ValueError(f"claims live in a topic package under {_PACKAGE}; "
+                         f"{module!r} is not one")
+    return module[len(prefix):].split(".")[0]
 
 
 def claim(
@@ -284,18 +302,24 @@ def claim(
     """Register the decorated function ``check(ctx, **variant) -> Evidence`` as a claim."""
 
     def register(fn: CheckFn) -> CheckFn:
+        topic = id.split(".")[0]
+        if fn.__module__.startswith(_PACKAGE + ".") and topic_of_module(fn.__module__) != topic:
+            raise ValueError(f"claim {id!r} is defined in {fn.__module__}, outside its topic "
+                             f"package {_PACKAGE}.{topic}")
         c = Claim(
             id=id,
-            topic=id.split(".")[0],
+            topic=topic,
             source=source,
             statement=" ".join(statement.split()),
             tier=Tier(tier),
             check=fn,
             falsifier=falsifier,
         )
-        if id in _REGISTRY and _REGISTRY[id].check is not fn:
+        if id in CLAIMS and CLAIMS[id].check is fn:
+            return fn
+        if id in CLAIMS:
             raise ValueError(f"claim {id!r} registered twice")
-        _REGISTRY[id] = c
+        CLAIMS.add(id, c, topic=c.topic, tier=c.tier.value)
         return fn
 
     return register
@@ -305,17 +329,23 @@ _NOT_TOPICS = frozenset({"registry", "margins"})  # the machinery, not claims
 
 
 def _import_topic_modules() -> None:
+    """Import every module of every topic package (claims are found by where they live)."""
     from transformer_math import claims as package
 
     for info in pkgutil.iter_modules(package.__path__):
-        if info.name not in _NOT_TOPICS and not info.name.startswith("_"):
-            importlib.import_module(f"{package.__name__}.{info.name}")
+        if info.name in _NOT_TOPICS or info.name.startswith("_"):
+            continue
+        topic = importlib.import_module(f"{package.__name__}.{info.name}")
+        if info.ispkg:
+            for sub in pkgutil.walk_packages(topic.__path__, prefix=f"{topic.__name__}."):
+                if not sub.name.rsplit(".", 1)[-1].startswith("_"):
+                    importlib.import_module(sub.name)
 
 
 def all_claims() -> list[Claim]:
     """Every registered claim, sorted by id (topic modules are imported on first call)."""
     _import_topic_modules()
-    return sorted(_REGISTRY.values(), key=lambda c: c.id)
+    return sorted(CLAIMS.values(), key=lambda c: c.id)
 
 
 def get_claim(claim_id: str) -> Claim:

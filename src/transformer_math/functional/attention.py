@@ -29,6 +29,7 @@ from torch import Tensor
 
 from transformer_math.functional.masks import causal_mask, combine_masks
 from transformer_math.functional.softmax import stable_softmax
+from transformer_math.registry import Registry
 
 
 class AttentionOutput(NamedTuple):
@@ -54,27 +55,27 @@ class AttentionBackend(Protocol):
         ...
 
 
-ATTENTION_BACKENDS: dict[str, AttentionBackend] = {}
+ATTENTION_BACKENDS: Registry[AttentionBackend] = Registry("attention backend")
+"""Backends by name. Metadata: ``exact`` (computes softmax attention up to rounding; False for
+an approximation such as linear attention), ``weights`` (can return the (B, H, T, S) weights),
+``description`` (one line for help texts)."""
 
 
-def register_attention_backend(name: str) -> Callable[[AttentionBackend], AttentionBackend]:
+def register_attention_backend(
+    name: str, *, exact: bool, weights: bool = False, description: str = ""
+) -> Callable[[AttentionBackend], AttentionBackend]:
     """Register ``fn`` as the attention backend ``name`` (used by ``MultiHeadAttention``)."""
-
-    def register(fn: AttentionBackend) -> AttentionBackend:
-        if name in ATTENTION_BACKENDS and ATTENTION_BACKENDS[name] is not fn:
-            raise ValueError(f"attention backend {name!r} is already registered")
-        ATTENTION_BACKENDS[name] = fn
-        return fn
-
-    return register
+    return ATTENTION_BACKENDS.register(name, exact=exact, weights=weights,
+                                       description=description)
 
 
 def get_attention_backend(name: str) -> AttentionBackend:
-    if name not in ATTENTION_BACKENDS:
-        raise ValueError(
-            f"backend must be one of {sorted(ATTENTION_BACKENDS)}, got {name!r}"
-        )
-    return ATTENTION_BACKENDS[name]
+    return ATTENTION_BACKENDS.get(name)
+
+
+def exact_backends() -> tuple[str, ...]:
+    """Names of the registered backends that compute exact softmax attention."""
+    return ATTENTION_BACKENDS.where(exact=True)
 
 
 def validate_qkv(q: Tensor, k: Tensor, v: Tensor) -> None:
@@ -123,7 +124,8 @@ def attention_logits(q: Tensor, k: Tensor, scale: float) -> Tensor:
     return torch.matmul(q, k.transpose(-2, -1)) * scale
 
 
-@register_attention_backend("reference")
+@register_attention_backend("reference", exact=True, weights=True,
+                            description="explicit softmax(QK^T/sqrt(d_k)) V; returns weights")
 def reference_backend(
     q: Tensor,
     k: Tensor,
@@ -148,7 +150,8 @@ def reference_backend(
     return AttentionOutput(output, weights if return_weights else None)
 
 
-@register_attention_backend("sdpa")
+@register_attention_backend("sdpa", exact=True, weights=True,
+                            description="torch SDPA (fused); weights via the reference path")
 def sdpa_backend(
     q: Tensor,
     k: Tensor,
@@ -212,8 +215,22 @@ def scaled_dot_product_attention(
     validate_qkv(q, k, v)
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p}")
-    head_dim = q.shape[-1]
-    scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
+    scale, mask = _scale_and_mask(q, k, attn_mask, key_padding_mask, is_causal, scale)
+    n_rep = q.shape[1] // k.shape[1]
+    k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)
+    fn = get_attention_backend(backend)
+    return fn(
+        q, k, v, attn_mask=mask, is_causal=is_causal, scale=scale, dropout_p=dropout_p,
+        return_weights=return_weights,
+    )
+
+
+def _scale_and_mask(
+    q: Tensor, k: Tensor, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
+    is_causal: bool, scale: float | None,
+) -> tuple[float, Tensor | None]:
+    """The logit scale (default 1/sqrt(head_dim)) and one additive (B|1, H|1, T, S) mask."""
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     if not math.isfinite(scale):
         raise ValueError(f"scale must be finite, got {scale}")
     b, h, t, _ = q.shape
@@ -224,10 +241,30 @@ def scaled_dot_product_attention(
         (b, h, t, s), attn_mask=attn_mask, key_padding_mask=key_padding_mask,
         is_causal=False, dtype=q.dtype, device=q.device,
     )
-    n_rep = h // k.shape[1]
-    k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)
-    fn = get_attention_backend(backend)
-    return fn(
-        q, k, v, attn_mask=mask, is_causal=is_causal, scale=scale, dropout_p=dropout_p,
-        return_weights=return_weights,
-    )
+    return scale, mask
+
+
+def attention_scores(
+    q: Tensor,
+    k: Tensor,
+    *,
+    attn_mask: Tensor | None = None,
+    key_padding_mask: Tensor | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+) -> Tensor:
+    """The logits softmax acts on: q k^T * scale + masks, -inf where blocked; (B, H, T, S).
+
+    Same conventions as :func:`scaled_dot_product_attention` (bottom-right causal alignment,
+    key/value heads repeated for GQA); ``stable_softmax(attention_scores(...)) @ v`` is the
+    reference backend's output.
+    """
+    validate_qkv(q, k, k)
+    scale, mask = _scale_and_mask(q, k, attn_mask, key_padding_mask, is_causal, scale)
+    logits = attention_logits(q, repeat_kv(k, q.shape[1] // k.shape[1]), scale)
+    if mask is not None:
+        logits = logits + mask
+    if is_causal:
+        allowed = causal_mask(q.shape[-2], k.shape[-2], device=q.device)
+        logits = logits.masked_fill(~allowed, float("-inf"))
+    return logits

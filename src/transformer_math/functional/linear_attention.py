@@ -378,7 +378,8 @@ def _key_mask_from_additive(mask: Tensor, batch: int, k_len: int) -> Tensor:
     return blocked[:, 0, 0, :].expand(batch, k_len)
 
 
-@register_attention_backend("linear")
+@register_attention_backend("linear", exact=False, weights=True,
+                            description="kernel feature map phi(q)phi(k)^T (not softmax)")
 def linear_backend(
     q: Tensor,
     k: Tensor,

@@ -41,21 +41,39 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from transformer_math.registry import Registry
+
 RopeScalingFn = Callable[[int, float, Mapping[str, Any], "int | None"], tuple[Tensor, float]]
 
-ROPE_SCALING_FUNCTIONS: dict[str, RopeScalingFn] = {}
+ROPE_SCALING_FUNCTIONS: Registry[RopeScalingFn] = Registry("rope type")
+"""RoPE scaling types by name. Metadata (read by the checkpoint reader, ``tmath rope`` and the
+tests): ``required`` and ``optional`` parameter names, ``defaults`` of the optional ones that
+have one, ``length_dependent`` (frequencies change with the sequence length), ``in_transformers`` (Hugging
+Face ``rope_type`` of the same name and parameters, so a checkpoint may use it), ``description``."""
 
 
-def register_rope_scaling(name: str) -> Callable[[RopeScalingFn], RopeScalingFn]:
-    """Register ``fn`` as the RoPE scaling type ``name``."""
+def register_rope_scaling(
+    name: str,
+    *,
+    required: tuple[str, ...] = (),
+    optional: tuple[str, ...] = (),
+    defaults: Mapping[str, Any] | None = None,
+    length_dependent: bool = False,
+    in_transformers: bool = True,
+    description: str = "",
+) -> Callable[[RopeScalingFn], RopeScalingFn]:
+    """Register ``fn`` as the RoPE scaling type ``name`` with its parameter metadata."""
+    return ROPE_SCALING_FUNCTIONS.register(
+        name, required=tuple(required), optional=tuple(optional), defaults=dict(defaults or {}),
+        length_dependent=length_dependent, in_transformers=in_transformers,
+        description=description,
+    )
 
-    def register(fn: RopeScalingFn) -> RopeScalingFn:
-        if name in ROPE_SCALING_FUNCTIONS and ROPE_SCALING_FUNCTIONS[name] is not fn:
-            raise ValueError(f"rope scaling type {name!r} is already registered")
-        ROPE_SCALING_FUNCTIONS[name] = fn
-        return fn
 
-    return register
+def rope_parameter_names(rope_type: str) -> tuple[str, ...]:
+    """Every parameter name ``rope_type`` accepts (required first)."""
+    meta = ROPE_SCALING_FUNCTIONS.metadata(rope_type)
+    return tuple(meta["required"]) + tuple(meta["optional"])
 
 
 # ----------------------------------------------------------------------------- validation helpers
@@ -117,36 +135,35 @@ def default_inv_freq(rotary_dim: int, base: float) -> Tensor:
 # ----------------------------------------------------------------------------- scaling types
 
 
-@register_rope_scaling("default")
+@register_rope_scaling("default", description="unscaled b^(-2i/d)")
 def _default(
     rotary_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
 ) -> tuple[Tensor, float]:
     """Unscaled RoPE: b^(-2i/d), attention factor 1."""
     _check_common(rotary_dim, base)
-    _check_keys("default", params, (), ())
     _seq_len(seq_len)
     return default_inv_freq(rotary_dim, base), 1.0
 
 
-@register_rope_scaling("linear")
+@register_rope_scaling("linear", required=("factor",),
+                       description="position interpolation: inv_freq / factor")
 def _linear(
     rotary_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
 ) -> tuple[Tensor, float]:
     """Position interpolation (Chen et al. 2023): every frequency divided by s = factor."""
     _check_common(rotary_dim, base)
-    _check_keys("linear", params, ("factor",), ())
     _seq_len(seq_len)
     factor = _number("linear", params, "factor", minimum=1.0)
     return default_inv_freq(rotary_dim, base) / factor, 1.0
 
 
-@register_rope_scaling("ntk")
+@register_rope_scaling("ntk", required=("factor",), in_transformers=False,
+                       description="NTK-aware base b * s^(d/(d-2))")
 def _ntk(
     rotary_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
 ) -> tuple[Tensor, float]:
     """Static NTK-aware scaling: base b' = b * s^(d/(d-2)), so the lowest pair is divided by s."""
     _check_common(rotary_dim, base)
-    _check_keys("ntk", params, ("factor",), ())
     _seq_len(seq_len)
     if rotary_dim < 4:
         raise ValueError(f"ntk: rotary_dim must be >= 4 (d/(d-2) is undefined), got {rotary_dim}")
@@ -155,13 +172,14 @@ def _ntk(
     return default_inv_freq(rotary_dim, new_base), 1.0
 
 
-@register_rope_scaling("dynamic")
+@register_rope_scaling("dynamic", required=("factor", "original_max_position_embeddings"),
+                       length_dependent=True,
+                       description="NTK base grown with the sequence length beyond L0")
 def _dynamic(
     rotary_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
 ) -> tuple[Tensor, float]:
     """Dynamic NTK: b' = b (s L/L0 - (s-1))^(d/(d-2)) at L = seq_len > L0, default otherwise."""
     _check_common(rotary_dim, base)
-    _check_keys("dynamic", params, ("factor", "original_max_position_embeddings"), ())
     if rotary_dim < 4:
         raise ValueError(f"dynamic: rotary_dim must be >= 4, got {rotary_dim}")
     factor = _number("dynamic", params, "factor", minimum=1.0)
@@ -193,16 +211,15 @@ def yarn_ramp_bounds(rotary_dim: int, base: float, original: float, beta_fast: f
     return float(low), float(high)
 
 
-@register_rope_scaling("yarn")
+@register_rope_scaling("yarn", required=("factor", "original_max_position_embeddings"),
+                       optional=("beta_fast", "beta_slow", "truncate", "attention_factor"),
+                       defaults={"beta_fast": 32.0, "beta_slow": 1.0, "truncate": True},
+                       description="ramp between interpolated and kept pairs, tempered logits")
 def _yarn(
     rotary_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
 ) -> tuple[Tensor, float]:
     """YaRN (Peng et al. 2023): keep high frequencies, interpolate low ones, temper the logits."""
     _check_common(rotary_dim, base)
-    _check_keys(
-        "yarn", params, ("factor", "original_max_position_embeddings"),
-        ("beta_fast", "beta_slow", "truncate", "attention_factor"),
-    )
     _seq_len(seq_len)
     factor = _number("yarn", params, "factor", minimum=1.0)
     original = _number("yarn", params, "original_max_position_embeddings", minimum=1.0)
@@ -226,16 +243,14 @@ def _yarn(
     return inv_freq, attention_factor
 
 
-@register_rope_scaling("llama3")
+@register_rope_scaling("llama3", required=("factor", "low_freq_factor", "high_freq_factor",
+                                 "original_max_position_embeddings"),
+                       description="long wavelengths / factor, short kept, smooth band")
 def _llama3(
     rotary_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
 ) -> tuple[Tensor, float]:
     """Llama 3.1: long wavelengths divided by s, short ones kept, a smooth band in between."""
     _check_common(rotary_dim, base)
-    _check_keys(
-        "llama3", params,
-        ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"), (),
-    )
     _seq_len(seq_len)
     factor = _number("llama3", params, "factor", minimum=1.0)
     low = _number("llama3", params, "low_freq_factor", minimum=0.0, strict=True)
@@ -265,17 +280,16 @@ def _factor_list(rope_type: str, params: Mapping[str, Any], key: str, pairs: int
     return out
 
 
-@register_rope_scaling("longrope")
+@register_rope_scaling("longrope", required=("short_factor", "long_factor",
+                                   "original_max_position_embeddings"),
+                       optional=("factor", "attention_factor"), defaults={"factor": 1.0},
+                       length_dependent=True,
+                       description="searched per-pair factors, short or long by length")
 def _longrope(
     rotary_dim: int, base: float, params: Mapping[str, Any], seq_len: int | None
 ) -> tuple[Tensor, float]:
     """LongRoPE (Ding et al. 2024): searched per-pair factors, short or long by sequence length."""
     _check_common(rotary_dim, base)
-    _check_keys(
-        "longrope", params,
-        ("short_factor", "long_factor", "original_max_position_embeddings"),
-        ("factor", "attention_factor"),
-    )
     pairs = rotary_dim // 2
     short = _factor_list("longrope", params, "short_factor", pairs)
     long = _factor_list("longrope", params, "long_factor", pairs)
@@ -297,7 +311,7 @@ def _longrope(
 
 def rope_types() -> list[str]:
     """Names of the registered scaling types."""
-    return sorted(ROPE_SCALING_FUNCTIONS)
+    return sorted(ROPE_SCALING_FUNCTIONS.names())
 
 
 def compute_rope_frequencies(
@@ -314,7 +328,10 @@ def compute_rope_frequencies(
     """
     if rope_type not in ROPE_SCALING_FUNCTIONS:
         raise ValueError(f"rope_type must be one of {rope_types()}, got {rope_type!r}")
-    return ROPE_SCALING_FUNCTIONS[rope_type](rotary_dim, base, dict(params or {}), seq_len)
+    meta = ROPE_SCALING_FUNCTIONS.metadata(rope_type)
+    params = dict(params or {})
+    _check_keys(rope_type, params, meta["required"], meta["optional"])
+    return ROPE_SCALING_FUNCTIONS.get(rope_type)(rotary_dim, base, params, seq_len)
 
 
-LENGTH_DEPENDENT_TYPES = frozenset({"dynamic", "longrope"})
+LENGTH_DEPENDENT_TYPES = frozenset(ROPE_SCALING_FUNCTIONS.where(length_dependent=True))

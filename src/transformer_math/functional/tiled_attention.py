@@ -378,7 +378,8 @@ def tiled_attention(
     return out
 
 
-@register_attention_backend("tiled")
+@register_attention_backend("tiled", exact=True, weights=True,
+                            description="online-softmax tiles (FlashAttention algorithm)")
 def tiled_backend(
     q: Tensor,
     k: Tensor,

@@ -19,6 +19,15 @@ before the keys enter the cache, so <R_m q, R_n k> depends on n - m only and cac
 need recomputation; an optional ALiBi bias -m_h |i - j| is added to the logits. Query positions
 default to ``past, ..., past + T - 1`` with ``past`` the cache length, so incremental decoding
 uses the same positions as a full forward pass.
+
+Hook points (``nn/hooks.py``; names relative to this module): ``hook_q`` (B, H, T, d_k) and
+``hook_k``/``hook_v`` (B, H_kv, T, d_k) after RoPE and before the cache; ``hook_scores``
+(B, H, T, S), the logits q k^T * scale with the masks added (-inf where blocked);
+``hook_pattern`` (B, H, T, S), the attention weights; ``hook_z`` (B, H, T, d_k), every head's
+output before W_O. Scores and pattern are materialised only while something listens: with a
+listener on ``hook_scores`` the module evaluates the formula itself (softmax backends only);
+with one on ``hook_pattern`` alone it asks its backend for the weights, and a pattern replaced
+by the hook is multiplied with V again, so patching a pattern changes the output.
 """
 
 from __future__ import annotations
@@ -31,10 +40,13 @@ import torch
 from torch import Tensor, nn
 
 from transformer_math.functional.attention import (
-    AttentionOutput,
-    get_attention_backend,
+    ATTENTION_BACKENDS,
+    attention_scores,
+    repeat_kv,
     scaled_dot_product_attention,
 )
+from transformer_math.functional.softmax import stable_softmax
+from transformer_math.nn.hooks import HookPoint
 from transformer_math.nn.position import ALiBi, RotaryEmbedding
 
 
@@ -120,7 +132,7 @@ class MultiHeadAttention(nn.Module):
             )
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-        get_attention_backend(backend)  # fail early on an unknown backend name
+        ATTENTION_BACKENDS.get(backend)  # fail early on an unknown backend name
         self.embed_dim = embed_dim
         self.num_heads = num_heads
         self.num_kv_heads = num_kv_heads
@@ -141,6 +153,12 @@ class MultiHeadAttention(nn.Module):
             )
         self.rotary = rotary
         self.alibi = ALiBi(num_heads) if alibi else None
+        self.hook_q = HookPoint()  # (B, H, T, d_k)
+        self.hook_k = HookPoint()  # (B, H_kv, T, d_k)
+        self.hook_v = HookPoint()  # (B, H_kv, T, d_k)
+        self.hook_scores = HookPoint()  # (B, H, T, S)
+        self.hook_pattern = HookPoint()  # (B, H, T, S)
+        self.hook_z = HookPoint()  # (B, H, T, d_k)
 
     def _split_heads(self, x: Tensor, heads: int) -> Tensor:
         b, t, _ = x.shape
@@ -165,9 +183,8 @@ class MultiHeadAttention(nn.Module):
         key_padding_mask: Tensor | None = None,
         is_causal: bool = False,
         kv_cache: KVCache | None = None,
-        return_weights: bool = False,
         position_ids: Tensor | None = None,
-    ) -> AttentionOutput:
+    ) -> Tensor:
         """Self-attention when ``key``/``value`` are None, cross-attention otherwise.
 
         With ``kv_cache`` the new keys/values are appended to it first and the queries attend
@@ -175,7 +192,7 @@ class MultiHeadAttention(nn.Module):
         ``position_ids`` (T,) or (B, T) are the query positions used by ``rotary``/``alibi``
         (default ``past .. past + T - 1``, ``past`` = cached length); keys of a cache are taken
         to sit at positions 0 .. S - 1.
-        Returns ``AttentionOutput(output (B, T, d), weights (B, H, T, S) or None)``.
+        Returns the output (B, T, d); read weights through ``hook_pattern``.
         """
         self._check_input("query", query, self.q_proj.in_features)
         key = query if key is None else key
@@ -197,23 +214,44 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError("rotary embedding is defined for self-attention (key=None) only")
             q = self.rotary.rotate(q, position_ids)
             k = self.rotary.rotate(k, position_ids)
+        q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
         if kv_cache is not None:
             k, v = kv_cache.append(k, v)
         if self.alibi is not None:
             attn_mask = self._with_alibi(attn_mask, position_ids, k.shape[-2], q.dtype)
-        out = scaled_dot_product_attention(
-            q, k, v,
-            attn_mask=attn_mask,
-            key_padding_mask=key_padding_mask,
-            is_causal=is_causal,
-            scale=None if self.scale_fn is None else self.scale_fn(self.head_dim, k.shape[-2]),
-            dropout_p=self.dropout if self.training else 0.0,
-            return_weights=return_weights,
-            backend=self.backend,
-        )
-        b, _, t, _ = out.output.shape
-        merged = out.output.transpose(1, 2).reshape(b, t, self.num_heads * self.head_dim)
-        return AttentionOutput(self.out_proj(merged), out.weights)
+        scale = None if self.scale_fn is None else self.scale_fn(self.head_dim, k.shape[-2])
+        dropout_p = self.dropout if self.training else 0.0
+        if self.hook_scores.active():
+            if not ATTENTION_BACKENDS.metadata(self.backend)["exact"]:
+                raise ValueError(f"hook_scores needs a softmax backend; {self.backend!r} is not "
+                                 "exact softmax attention (listen to hook_pattern instead)")
+            scores = self.hook_scores(attention_scores(
+                q, k, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                is_causal=is_causal, scale=scale))  # (B, H, T, S)
+            weights = self.hook_pattern(stable_softmax(scores, dim=-1))
+            z = self._attend(weights, v, dropout_p)
+        else:
+            listening = self.hook_pattern.active()
+            out = scaled_dot_product_attention(
+                q, k, v, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                is_causal=is_causal, scale=scale, dropout_p=dropout_p,
+                return_weights=listening, backend=self.backend,
+            )
+            z = out.output  # (B, H, T, d_k)
+            if listening:
+                assert out.weights is not None
+                weights = self.hook_pattern(out.weights)
+                if weights is not out.weights:  # the pattern was patched: recompute P V
+                    z = self._attend(weights, v, dropout_p)
+        z = self.hook_z(z)
+        b, _, t, _ = z.shape
+        return self.out_proj(z.transpose(1, 2).reshape(b, t, self.num_heads * self.head_dim))
+
+    def _attend(self, weights: Tensor, v: Tensor, dropout_p: float) -> Tensor:
+        """P V with key/value heads repeated for their query groups: (B, H, T, d_k)."""
+        if dropout_p > 0:
+            weights = torch.nn.functional.dropout(weights, p=dropout_p)
+        return weights @ repeat_kv(v, self.num_heads // self.num_kv_heads)
 
     def _with_alibi(
         self, attn_mask: Tensor | None, position_ids: Tensor | None, k_len: int,

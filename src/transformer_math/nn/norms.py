@@ -1,19 +1,26 @@
-"""Normalisation modules (LayerNorm, RMSNorm) and a registry to choose one by name.
+"""Normalisation modules chosen by name from :data:`NORMS`: LayerNorm, RMSNorm, HF's RMSNorm.
 
 Math: see ``functional.norms`` (000 §8.3.7 "理论 B"; Ba et al. 2016; Zhang & Sennrich 2019).
 LayerNorm has d scale (gamma) and d shift (beta) parameters; RMSNorm only d scales.
+``rmsnorm_hf`` is RMSNorm as Hugging Face's Llama evaluates it: x / sqrt(mean(x^2) + eps) in
+float32, cast back to the input dtype BEFORE the weight multiply (``LlamaRMSNorm``), which is
+what makes bf16/fp16 logits match theirs bit for bit in the order of operations.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
 
 from transformer_math.functional.norms import layer_norm, rms_norm
+from transformer_math.registry import Registry
+
+NORMS: Registry[type[nn.Module]] = Registry("norm")
+"""Norm classes ``cls(dim, *, eps)``. Metadata: ``params_per_dim`` (parameters per channel),
+``default_eps``."""
 
 
+@NORMS.register("layernorm", params_per_dim=2, default_eps=1e-5)
 class LayerNorm(nn.Module):
     """gamma * (x - mean) / sqrt(var + eps) + beta over the last dimension (width ``dim``)."""
 
@@ -36,6 +43,7 @@ class LayerNorm(nn.Module):
         return layer_norm(x, self.weight, self.bias, self.eps)
 
 
+@NORMS.register("rmsnorm", params_per_dim=1, default_eps=1e-6)
 class RMSNorm(nn.Module):
     """gamma * x / sqrt(mean(x^2) + eps) over the last dimension (no centring, no shift)."""
 
@@ -56,14 +64,18 @@ class RMSNorm(nn.Module):
         return rms_norm(x, self.weight, self.eps)
 
 
-NORMS: dict[str, Callable[[int], nn.Module]] = {
-    "layernorm": LayerNorm,
-    "rmsnorm": RMSNorm,
-}
+@NORMS.register("rmsnorm_hf", params_per_dim=1, default_eps=1e-6)
+class HFRMSNorm(RMSNorm):
+    """RMSNorm evaluated in float32 and cast back before the weight (HF Llama's order)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        x32 = x.to(torch.float32)
+        normed = x32 * torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + self.eps)
+        out = normed.to(x.dtype)
+        return out if self.weight is None else self.weight * out
 
 
-def build_norm(name: str, dim: int) -> nn.Module:
-    """A normalisation module by registry name (``layernorm`` | ``rmsnorm``)."""
-    if name not in NORMS:
-        raise ValueError(f"norm_type must be one of {sorted(NORMS)}, got {name!r}")
-    return NORMS[name](dim)
+def build_norm(name: str, dim: int, *, eps: float | None = None) -> nn.Module:
+    """A normalisation module by registry name; ``eps`` defaults to the entry's ``default_eps``."""
+    cls = NORMS.get(name)
+    return cls(dim, eps=NORMS.metadata(name)["default_eps"] if eps is None else eps)

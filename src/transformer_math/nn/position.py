@@ -7,6 +7,8 @@ et al. 2017 §3.5; Press et al. 2022; Su et al. 2021; context-extension methods 
 - :class:`LearnedPositionalEmbedding` adds a trained row per position; the table has a fixed size
   and a position past it raises ``IndexError`` (it cannot extrapolate: 000 §8.3.3 "朴素方案三").
 - :class:`ALiBi` returns the additive bias -m_h |i - j| for given query/key positions.
+- :class:`RelativePositionBias` is a learned per-head bias of the clipped offset i - j.
+- :data:`POSITIONS` names the schemes the decoder can be built with (one function each).
 - :class:`RotaryEmbedding` rotates q and k. Angles and cos/sin are always float32; for static
   scaling types a cos/sin table is cached and grows (doubling) on demand; for the
   length-dependent types (``dynamic``, ``longrope``) the frequencies are recomputed for the
@@ -16,7 +18,8 @@ et al. 2017 §3.5; Press et al. 2022; Su et al. 2021; context-extension methods 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -28,6 +31,7 @@ from transformer_math.functional.rope_scaling import (
     LENGTH_DEPENDENT_TYPES,
     compute_rope_frequencies,
 )
+from transformer_math.registry import Registry
 
 
 def _positions_for(x: Tensor, position_ids: Tensor | None, offset: int) -> Tensor:
@@ -245,3 +249,104 @@ class RotaryEmbedding(nn.Module):
     def extra_repr(self) -> str:
         return (f"head_dim={self.head_dim}, rotary_dim={self.rotary_dim}, base={self.base}, "
                 f"rope_type={self.rope_type!r}, layout={self.layout!r}")
+
+
+class RelativePositionBias(nn.Module):
+    """A learned logit bias b_h(clip(i - j, -(W-1), W-1)) per head (a simplified T5 bias,
+    Raffel et al. 2020): it depends on the offset i - j only, so it is defined at any length.
+
+    ``local=True`` also masks keys with |i - j| >= W (sliding-window attention: every query sees
+    at most 2W - 1 keys whatever the length, so softmax weights are not diluted by far keys).
+    Queries are the last T of the S key positions (bottom-right alignment, as with a KV cache).
+    """
+
+    def __init__(self, num_heads: int, window: int, *, local: bool = False) -> None:
+        super().__init__()
+        if num_heads < 1 or window < 1:
+            raise ValueError(f"num_heads and window must be >= 1, got {num_heads}, {window}")
+        self.window, self.local = window, local
+        self.bias = nn.Parameter(torch.zeros(num_heads, 2 * window - 1))
+
+    @torch.no_grad()
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Biases start at 0 (no offset preferred)."""
+        self.bias.zero_()
+
+    def forward(self, t: int, s: int) -> Tensor:
+        """Additive bias (1, H, T, S)."""
+        q_pos = torch.arange(t, device=self.bias.device)[:, None] + (s - t)
+        offset = q_pos - torch.arange(s, device=self.bias.device)[None, :]  # (T, S)
+        clipped = offset.clamp(-(self.window - 1), self.window - 1)
+        bias = self.bias[:, clipped + self.window - 1][None]  # (1, H, T, S)
+        if self.local:
+            bias = bias.masked_fill(offset.abs() >= self.window, float("-inf"))
+        return bias
+
+
+# ------------------------------------------------------------------------ the position registry
+@dataclass
+class PositionParts:
+    """How one position scheme enters the decoder (``nn/transformer.py``).
+
+    ``embed``: a module ``embed(h, position_ids)`` adding a code to the input (learned,
+    sinusoidal); ``rotary``: one RoPE module shared by every attention layer; ``bias``: a module
+    ``bias(t, s) -> (1, H, T, S)`` added to every layer's logits; ``alibi``: every attention
+    adds the ALiBi bias.
+    """
+
+    embed: nn.Module | None = None
+    rotary: RotaryEmbedding | None = None
+    bias: nn.Module | None = None
+    alibi: bool = False
+
+
+POSITIONS: Registry[Callable[[Any], PositionParts]] = Registry("position")
+"""Position schemes ``fn(config: TransformerConfig) -> PositionParts``. Metadata: ``learned``
+(has parameters), ``extrapolates`` (defined past ``max_seq_len``), ``description``."""
+
+
+@POSITIONS.register("none", learned=False, extrapolates=True,
+                    description="no position signal (NoPE; causal attention alone)")
+def _no_positions(config: Any) -> PositionParts:
+    return PositionParts()
+
+
+@POSITIONS.register("learned", learned=True, extrapolates=False,
+                    description="absolute table of max_seq_len rows (GPT-2)")
+def _learned_positions(config: Any) -> PositionParts:
+    return PositionParts(embed=LearnedPositionalEmbedding(
+        config.max_seq_len, config.hidden_size, init_std=config.position_init_std))
+
+
+@POSITIONS.register("sinusoidal", learned=False, extrapolates=True,
+                    description="fixed sin/cos code (Vaswani et al. 2017 §3.5)")
+def _sinusoidal_positions(config: Any) -> PositionParts:
+    return PositionParts(embed=SinusoidalPositionalEncoding(config.hidden_size))
+
+
+@POSITIONS.register("rope", learned=False, extrapolates=True,
+                    description="rotary q/k (Su et al. 2021), any rope_scaling type")
+def _rotary_positions(config: Any) -> PositionParts:
+    return PositionParts(rotary=RotaryEmbedding(
+        config.dim_per_head, base=config.rope_theta,
+        partial_rotary_factor=config.partial_rotary_factor, scaling=config.rope_scaling,
+        layout="half", max_position_embeddings=min(config.max_seq_len, 4096)))
+
+
+@POSITIONS.register("alibi", learned=False, extrapolates=True,
+                    description="linear distance bias -m_h |i - j| (Press et al. 2022)")
+def _alibi_positions(config: Any) -> PositionParts:
+    return PositionParts(alibi=True)
+
+
+@POSITIONS.register("relative", learned=True, extrapolates=True,
+                    description="learned per-head bias of the clipped offset (T5-like)")
+def _relative_positions(config: Any) -> PositionParts:
+    return PositionParts(bias=RelativePositionBias(config.num_heads, config.relative_window))
+
+
+@POSITIONS.register("local_relative", learned=True, extrapolates=True,
+                    description="the relative bias inside a sliding window, -inf outside")
+def _local_relative_positions(config: Any) -> PositionParts:
+    return PositionParts(bias=RelativePositionBias(config.num_heads, config.relative_window,
+                                                   local=True))

@@ -23,21 +23,23 @@ from safetensors.torch import load_file, safe_open, save_file
 from torch import Tensor, nn
 
 from transformer_math.nn.init import no_init_draws
+from transformer_math.registry import Registry
 from transformer_math.robotics.policies.ensembling import ChunkQueue, Executor
 
-POLICY_KINDS: dict[str, type[nn.Module]] = {}
+POLICY_KINDS: Registry[type[nn.Module]] = Registry("policy kind")
+"""Policy classes by the ``kind`` written in a saved policy folder (metadata: ``description``)."""
 
 STATE_KEY = "observation.state"
 ACTION_KEY = "action"
 
 
-def register_policy(kind: str):
+def register_policy(kind: str, *, description: str = ""):
     """Class decorator: make ``kind`` loadable by :func:`load_policy`."""
 
     def register(cls):
         cls.kind = kind
-        POLICY_KINDS[kind] = cls
-        return cls
+        return POLICY_KINDS.add(kind, cls, description=description or (cls.__doc__ or "").strip()
+                                .split("\n")[0])
 
     return register
 

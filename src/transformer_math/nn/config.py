@@ -1,0 +1,175 @@
+"""The one configuration every Transformer of the project is built from.
+
+A model is a function of its config (and a seed): ``Transformer(TransformerConfig(...))``. Parts
+are chosen by name from registries, never by boolean feature flags (ARCHITECTURE.md):
+
+=================  ========================================================================
+field              registry / values
+=================  ========================================================================
+position           ``nn.position.POSITIONS``: none, learned, sinusoidal, rope, alibi, relative,
+                   local_relative (rope takes ``rope_theta``, ``rope_scaling`` of any type in
+                   ``functional.rope_scaling.ROPE_SCALING_FUNCTIONS``)
+norm               ``nn.norms.NORMS``: layernorm, rmsnorm, rmsnorm_hf
+feedforward        ``nn.feedforward.FEEDFORWARDS``: gelu, gelu_tanh, swiglu
+sublayers          :data:`SUBLAYERS`: full, attention_only, ffn_only
+norm_placement     :data:`NORM_PLACEMENTS`: pre (Xiong et al. 2020), post (Vaswani et al. 2017)
+attention_backend  ``functional.attention.ATTENTION_BACKENDS``: sdpa, reference, tiled, linear
+init               :data:`INITS`: torch (each layer's PyTorch default), gpt2 (N(0, 0.02^2))
+=================  ========================================================================
+
+One vocabulary for sizes (ARCHITECTURE.md "Conventions"): ``hidden_size`` (the width d),
+``num_heads``, ``num_kv_heads``, ``head_dim``, ``num_layers``, ``intermediate_size`` (d_ff),
+``vocab_size``, ``max_seq_len``.
+
+Inputs: token ids when ``vocab_size`` is set; otherwise vectors of width ``input_size`` (a linear
+embedding, e.g. the (x, y) tokens of in-context regression) or ``hidden_size`` (already embedded,
+e.g. a policy trunk). Output: a head of width ``output_size`` (default ``vocab_size``; 0 for no
+head: the model returns the final hidden states).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from transformer_math.functional.attention import ATTENTION_BACKENDS
+from transformer_math.nn.feedforward import FEEDFORWARDS
+from transformer_math.nn.norms import NORMS
+from transformer_math.nn.position import POSITIONS
+
+SUBLAYERS: dict[str, tuple[str, ...]] = {
+    "full": ("attention", "ffn"),
+    "attention_only": ("attention",),
+    "ffn_only": ("ffn",),
+}
+NORM_PLACEMENTS = ("pre", "post")
+INITS = ("torch", "gpt2")
+MAX_SIZE = 1 << 20  # a sanity bound on every size field, checked before anything is allocated
+
+_SIZES = ("hidden_size", "num_layers", "num_heads")
+_OPTIONAL_SIZES = ("vocab_size", "input_size", "num_kv_heads", "head_dim", "intermediate_size")
+
+
+def _positive_int(name: str, value: Any, *, allow_zero: bool = False) -> None:
+    low = 0 if allow_zero else 1
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_SIZE:
+        raise ValueError(f"{name} must be an int in [{low}, {MAX_SIZE}], got {value!r}")
+
+
+def _choice(name: str, value: Any, allowed: Any) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """Everything that defines a :class:`transformer_math.nn.transformer.Transformer`."""
+
+    hidden_size: int = 64
+    num_layers: int = 2
+    num_heads: int = 4
+    vocab_size: int | None = None
+    input_size: int | None = None
+    output_size: int | None = None
+    num_kv_heads: int | None = None
+    head_dim: int | None = None
+    intermediate_size: int | None = None
+    max_seq_len: int = 512
+    position: str = "learned"
+    rope_theta: float = 10000.0
+    rope_scaling: Mapping[str, Any] | None = None
+    partial_rotary_factor: float = 1.0
+    relative_window: int = 8
+    norm: str = "layernorm"
+    norm_eps: float | None = None
+    norm_placement: str = "pre"
+    final_norm: bool | None = None
+    feedforward: str = "gelu"
+    sublayers: str = "full"
+    causal: bool = True
+    cross_attention: bool = False
+    attention_bias: bool = True
+    mlp_bias: bool = True
+    head_bias: bool = False
+    tie_embeddings: bool = False
+    attention_backend: str = "sdpa"
+    dropout: float = 0.0
+    init: str = "torch"
+    embedding_init_std: float | None = None
+    position_init_std: float = 0.02
+
+    def __post_init__(self) -> None:
+        for name in _SIZES:
+            _positive_int(name, getattr(self, name))
+        for name in _OPTIONAL_SIZES:
+            if getattr(self, name) is not None:
+                _positive_int(name, getattr(self, name))
+        if self.output_size is not None:
+            _positive_int("output_size", self.output_size, allow_zero=True)
+        _positive_int("max_seq_len", self.max_seq_len)
+        _positive_int("relative_window", self.relative_window)
+        if self.vocab_size is not None and self.input_size is not None:
+            raise ValueError("give vocab_size (token inputs) or input_size (vector inputs), "
+                             f"not both; got {self.vocab_size} and {self.input_size}")
+        _choice("position", self.position, POSITIONS.names())
+        _choice("norm", self.norm, NORMS.names())
+        _choice("feedforward", self.feedforward, FEEDFORWARDS.names())
+        _choice("sublayers", self.sublayers, SUBLAYERS)
+        _choice("norm_placement", self.norm_placement, NORM_PLACEMENTS)
+        _choice("attention_backend", self.attention_backend, ATTENTION_BACKENDS.names())
+        _choice("init", self.init, INITS)
+        if self.head_dim is None and self.hidden_size % self.num_heads:
+            raise ValueError(f"num_heads ({self.num_heads}) must divide hidden_size "
+                             f"({self.hidden_size}) unless head_dim is given")
+        if self.num_heads % self.kv_heads:
+            raise ValueError(f"num_kv_heads ({self.kv_heads}) must divide num_heads "
+                             f"({self.num_heads})")
+        if self.position == "rope" and self.dim_per_head % 2:
+            raise ValueError(f"rope needs an even head_dim, got {self.dim_per_head}")
+        if self.position == "sinusoidal" and self.hidden_size % 2:
+            raise ValueError(f"sinusoidal positions need an even hidden_size, "
+                             f"got {self.hidden_size}")
+        for name in ("rope_theta", "partial_rotary_factor", "position_init_std"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not (
+                    math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        if self.norm_eps is not None and not (math.isfinite(self.norm_eps) and self.norm_eps >= 0):
+            raise ValueError(f"norm_eps must be a finite number >= 0, got {self.norm_eps!r}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
+        if self.tie_embeddings and (self.vocab_size is None or self.head_size != self.vocab_size):
+            raise ValueError("tie_embeddings needs token inputs and a head of width vocab_size")
+        if self.cross_attention and "attention" not in SUBLAYERS[self.sublayers]:
+            raise ValueError(f"cross_attention needs attention sublayers, got {self.sublayers!r}")
+
+    # ---------------------------------------------------------------- derived sizes
+    @property
+    def kv_heads(self) -> int:
+        return self.num_heads if self.num_kv_heads is None else self.num_kv_heads
+
+    @property
+    def dim_per_head(self) -> int:
+        return self.hidden_size // self.num_heads if self.head_dim is None else self.head_dim
+
+    @property
+    def ffn_size(self) -> int:
+        return 4 * self.hidden_size if self.intermediate_size is None else self.intermediate_size
+
+    @property
+    def head_size(self) -> int:
+        """Width of the output head (0: no head)."""
+        if self.output_size is not None:
+            return self.output_size
+        return 0 if self.vocab_size is None else self.vocab_size
+
+    @property
+    def has_final_norm(self) -> bool:
+        return self.norm_placement == "pre" if self.final_norm is None else self.final_norm
+
+    @property
+    def eps(self) -> float:
+        return (float(NORMS.metadata(self.norm)["default_eps"]) if self.norm_eps is None
+                else float(self.norm_eps))

@@ -1,0 +1,162 @@
+"""Hook points: read or replace any named tensor of a model without editing the model.
+
+Pattern (TransformerLens ``HookPoint``; Elhage et al. 2021 for what to read): an identity module
+sits at every tensor a study reads (q, k, v, attention logits and pattern, per-head outputs,
+sublayer outputs, the residual stream). Its name is its path in ``model.named_modules()``, e.g.
+``layers.0.attn.hook_pattern``. Two ways in:
+
+* :func:`run_with_cache` runs the model once and returns ``(output, cache)`` with
+  ``cache[name]`` the tensor seen at that hook point (detached unless ``detach=False``);
+* :func:`hooks` installs temporary callbacks ``fn(tensor, hook) -> tensor | None`` for the length
+  of a ``with`` block (ablation, patching, steering); a returned tensor replaces the value.
+
+Cost when unused: ``HookPoint.__call__`` returns its input at once when no hook is registered
+(neither on the point nor torch's global module hooks), so a model full of hook points runs
+as fast as one without them (``tmath bench hooks`` measures the ratio).
+
+Some hook points are computed only on demand: the attention logits and pattern exist only when
+something listens (``MultiHeadAttention`` then asks its backend for the weights); see
+:meth:`HookPoint.active`.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from torch.nn.modules import module as _torch_module
+
+HookFn = Callable[[Tensor, "HookPoint"], Tensor | None]
+
+
+class HookPoint(nn.Module):
+    """Identity at a named tensor; ``name`` is filled in from ``named_modules()`` on first use."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.name: str | None = None
+
+    def active(self) -> bool:
+        """True when a callback would see this tensor (own or torch-global forward hooks)."""
+        return bool(self._forward_hooks or self._forward_pre_hooks
+                    or _torch_module._global_forward_hooks
+                    or _torch_module._global_forward_pre_hooks)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x
+
+    def __call__(self, x: Tensor) -> Tensor:  # type: ignore[override]
+        if not self.active():
+            return x  # the fast path: no hook, no module-call machinery
+        return super().__call__(x)
+
+
+def name_hook_points(model: nn.Module) -> dict[str, HookPoint]:
+    """Every hook point of ``model`` by its ``named_modules()`` path (and record the names)."""
+    points = {}
+    for name, module in model.named_modules():
+        if isinstance(module, HookPoint):
+            module.name = name
+            points[name] = module
+    return points
+
+
+def _select(points: Mapping[str, HookPoint], names: Iterable[str] | str | Callable[[str], bool]
+            | None) -> dict[str, HookPoint]:
+    """Hook points matching ``names``: None = all; a callable filter; names or glob patterns."""
+    if names is None:
+        return dict(points)
+    if callable(names):
+        return {n: p for n, p in points.items() if names(n)}
+    patterns = [names] if isinstance(names, str) else list(names)
+    chosen: dict[str, HookPoint] = {}
+    for pattern in patterns:
+        hits = [n for n in points if fnmatch.fnmatchcase(n, pattern)]
+        if not hits:
+            raise ValueError(f"names: no hook point matches {pattern!r}; the model has "
+                             f"{len(points)} hook points, e.g. {list(points)[:6]}")
+        chosen.update({n: points[n] for n in hits})
+    return chosen
+
+
+@contextmanager
+def hooks(model: nn.Module, callbacks: Mapping[str, HookFn]) -> Iterator[None]:
+    """Install ``callbacks`` ({name or glob pattern: fn}) for the duration of the block.
+
+    ``fn(tensor, hook)`` may return a tensor of the same shape to replace the value (an
+    intervention) or None to leave it. Every handle is removed on exit, also after an error.
+    """
+    points = name_hook_points(model)
+    handles = []
+    try:
+        for pattern, fn in callbacks.items():
+            for point in _select(points, pattern).values():
+                def forward_hook(module: nn.Module, args: tuple[Any, ...], output: Tensor,
+                                 fn: HookFn = fn) -> Tensor | None:
+                    assert isinstance(module, HookPoint)
+                    replaced = fn(output, module)
+                    if replaced is not None and replaced.shape != output.shape:
+                        raise ValueError(f"hook at {module.name} returned shape "
+                                         f"{tuple(replaced.shape)}, expected "
+                                         f"{tuple(output.shape)}")
+                    return replaced
+                handles.append(point.register_forward_hook(forward_hook))
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def run_with_cache(
+    model: nn.Module,
+    *args: Any,
+    names: Iterable[str] | str | Callable[[str], bool] | None = None,
+    detach: bool = True,
+    **kwargs: Any,
+) -> tuple[Any, dict[str, Tensor]]:
+    """Run ``model(*args, **kwargs)`` once; return (output, {hook name: tensor}).
+
+    ``names`` picks hook points: None = every one, a list of names or glob patterns
+    (``"layers.*.attn.hook_pattern"``), or a predicate on the name. A hook point that fires twice
+    in one call (a module reused in a loop) raises: a cache entry must mean one tensor.
+    """
+    points = _select(name_hook_points(model), names)
+    cache: dict[str, Tensor] = {}
+
+    def store(t: Tensor, hook: HookPoint) -> None:
+        assert hook.name is not None
+        if hook.name in cache:
+            raise RuntimeError(f"hook point {hook.name} fired twice in one run_with_cache call")
+        cache[hook.name] = t.detach() if detach else t
+
+    with hooks(model, {name: store for name in points}):
+        output = model(*args, **kwargs)
+    return output, cache
+
+
+@contextmanager
+def hook_points_bypassed() -> Iterator[None]:
+    """Make every HookPoint a plain identity, hooks or not (the baseline of the hook benchmark)."""
+    original = HookPoint.__call__
+    HookPoint.__call__ = lambda self, x: x  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        HookPoint.__call__ = original  # type: ignore[method-assign]
+
+
+def stack_layers(cache: Mapping[str, Tensor], pattern: str) -> Tensor:
+    """Stack ``cache`` entries matching ``pattern`` with one ``{}`` for the layer index, in order:
+    ``stack_layers(cache, "layers.{}.attn.hook_pattern")`` -> (L, B, H, T, S)."""
+    layer = 0
+    out = []
+    while pattern.format(layer) in cache:
+        out.append(cache[pattern.format(layer)])
+        layer += 1
+    if not out:
+        raise KeyError(f"no cache entry matches {pattern.format(0)!r}")
+    return torch.stack(out)

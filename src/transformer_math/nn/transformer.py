@@ -1,0 +1,362 @@
+"""The one Transformer of the project: a block and a stack, both built from ``TransformerConfig``.
+
+Math (000 §8.3.1 attention, §8.3.3 positions, §8.3.7 residuals and norms; Vaswani et al. 2017
+§3.1; Radford et al. 2019; Xiong et al. 2020 eqs. 1-2; Touvron et al. 2023):
+
+    h_0 = Embed(x) [+ P(pos)]
+    pre-norm:   h <- h + Attn(N(h)),   [h <- h + CrossAttn(N(h), memory)],   h <- h + FFN(N(h))
+    post-norm:  h <- N(h + Attn(h)),   [h <- N(h + CrossAttn(h, memory))],   h <- N(h + FFN(h))
+    out = Head(N_f(h_L))
+
+A residual sublayer is one forward-Euler step h_{l+1} = h_l + f(h_l) (000 §8.3.7 "理论 A").
+Positions enter as an added code (learned, sinusoidal), rotated q/k (RoPE, shared by every
+layer), or a logit bias (ALiBi, relative). Every model of the project is a preset of the config:
+the checkpoint families (``checkpoints/adapters``), the experiment models, the policy trunks.
+
+Hook points (``nn/hooks.py``), per block ``layers.{i}``: ``hook_resid_pre`` (B, T, d) input,
+``hook_attn_out`` (B, T, d) the attention branch f(h) before dropout, ``hook_resid_mid`` after
+the attention sublayer, ``hook_cross_out``/``hook_resid_cross`` for cross-attention,
+``hook_ffn_out`` the FFN branch, ``hook_resid_post`` the block output; inside ``attn``: q, k, v,
+scores, pattern, z (``nn/attention.py``). Model level: ``hook_embed`` (B, T, d) after the input
+embedding and position code, ``hook_final`` (B, T, d) after the final norm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor, nn
+
+from transformer_math.nn.attention import KVCache, MultiHeadAttention, count_parameters
+from transformer_math.nn.config import SUBLAYERS, TransformerConfig
+from transformer_math.nn.feedforward import build_feedforward
+from transformer_math.nn.hooks import HookPoint
+from transformer_math.nn.init import normal_matrices_, reset_children, seeded
+from transformer_math.nn.norms import build_norm
+from transformer_math.nn.position import POSITIONS, RotaryEmbedding
+
+
+def _attention(config: TransformerConfig, rotary: RotaryEmbedding | None, alibi: bool
+               ) -> MultiHeadAttention:
+    return MultiHeadAttention(
+        config.hidden_size, config.num_heads, num_kv_heads=config.kv_heads,
+        head_dim=config.dim_per_head, bias=config.attention_bias,
+        backend=config.attention_backend, dropout=config.dropout, rotary=rotary, alibi=alibi,
+    )
+
+
+class TransformerBlock(nn.Module):
+    """One residual block: the sublayers named by ``config.sublayers`` (+ cross-attention)."""
+
+    def __init__(self, config: TransformerConfig, rotary: RotaryEmbedding | None = None,
+                 alibi: bool = False) -> None:
+        super().__init__()
+        self.config = config
+        self.pre = config.norm_placement == "pre"
+        parts = SUBLAYERS[config.sublayers]
+        d, eps = config.hidden_size, config.eps
+        self.attn_norm = build_norm(config.norm, d, eps=eps) if "attention" in parts else None
+        self.attn = _attention(config, rotary, alibi) if "attention" in parts else None
+        self.cross_norm = build_norm(config.norm, d, eps=eps) if config.cross_attention else None
+        self.cross_attn = _attention(config, None, False) if config.cross_attention else None
+        self.ffn_norm = build_norm(config.norm, d, eps=eps) if "ffn" in parts else None
+        self.ffn = (build_feedforward(config.feedforward, d, config.ffn_size,
+                                      bias=config.mlp_bias) if "ffn" in parts else None)
+        self.dropout = nn.Dropout(config.dropout)
+        self.hook_resid_pre = HookPoint()  # (B, T, d)
+        self.hook_attn_out = HookPoint()  # (B, T, d)
+        self.hook_resid_mid = HookPoint()  # (B, T, d)
+        self.hook_cross_out = HookPoint()  # (B, T, d)
+        self.hook_resid_cross = HookPoint()  # (B, T, d)
+        self.hook_ffn_out = HookPoint()  # (B, T, d)
+        self.hook_resid_post = HookPoint()  # (B, T, d)
+
+    def _sublayer(self, h: Tensor, norm: nn.Module, branch: Callable[[Tensor], Tensor],
+                  hook: HookPoint) -> Tensor:
+        """pre: h + drop(f(N h)); post: N(h + drop(f h)); ``hook`` sees f's output."""
+        if self.pre:
+            return h + self.dropout(hook(branch(norm(h))))
+        return norm(h + self.dropout(hook(branch(h))))
+
+    def forward(
+        self,
+        h: Tensor,
+        *,
+        attn_mask: Tensor | None = None,
+        key_padding_mask: Tensor | None = None,
+        is_causal: bool | None = None,
+        position_ids: Tensor | None = None,
+        kv_cache: KVCache | None = None,
+        memory: Tensor | None = None,
+        memory_key_padding_mask: Tensor | None = None,
+    ) -> Tensor:
+        """h (B, T, d) -> (B, T, d). ``memory`` (B, S, d) feeds the cross-attention."""
+        causal = self.config.causal if is_causal is None else is_causal
+        h = self.hook_resid_pre(h)
+        if self.attn is not None:
+            assert self.attn_norm is not None
+            attn = self.attn
+
+            def self_attention(x: Tensor) -> Tensor:
+                return attn(x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                            is_causal=causal, kv_cache=kv_cache, position_ids=position_ids)
+
+            h = self.hook_resid_mid(
+                self._sublayer(h, self.attn_norm, self_attention, self.hook_attn_out))
+        if self.cross_attn is not None:
+            assert self.cross_norm is not None
+            if memory is None:
+                raise ValueError("memory (B, S, hidden_size) is required: this block has "
+                                 "cross-attention")
+            if (memory.dim() != 3 or memory.shape[0] != h.shape[0]
+                    or memory.shape[-1] != h.shape[-1]):
+                raise ValueError(f"memory must have shape (batch={h.shape[0]}, src_len, "
+                                 f"{h.shape[-1]}), got {tuple(memory.shape)}")
+            cross = self.cross_attn
+
+            def cross_attention(x: Tensor) -> Tensor:
+                return cross(x, memory, memory, key_padding_mask=memory_key_padding_mask)
+
+            h = self.hook_resid_cross(
+                self._sublayer(h, self.cross_norm, cross_attention, self.hook_cross_out))
+        if self.ffn is not None:
+            assert self.ffn_norm is not None
+            h = self._sublayer(h, self.ffn_norm, self.ffn, self.hook_ffn_out)
+        return self.hook_resid_post(h)
+
+
+class Transformer(nn.Module):
+    """Embedding, ``num_layers`` :class:`TransformerBlock`, final norm, head.
+
+    ``forward(input_ids)`` for token models, ``forward(inputs_embeds=x)`` for vector inputs;
+    returns logits (B, T, head) or, without a head, the final hidden states (B, T, d).
+    """
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        self.config = c = config
+        d = c.hidden_size
+        self.embed_tokens = nn.Embedding(c.vocab_size, d) if c.vocab_size is not None else None
+        self.embed_inputs = nn.Linear(c.input_size, d) if c.input_size is not None else None
+        parts = POSITIONS.get(c.position)(c)
+        self.embed_positions = parts.embed
+        self.rotary = parts.rotary
+        self.relative_bias = parts.bias
+        self.layers = nn.ModuleList(
+            TransformerBlock(c, parts.rotary, parts.alibi) for _ in range(c.num_layers))
+        self.final_norm = build_norm(c.norm, d, eps=c.eps) if c.has_final_norm else None
+        self.lm_head = nn.Linear(d, c.head_size, bias=c.head_bias) if c.head_size else None
+        if c.tie_embeddings:
+            assert self.lm_head is not None and self.embed_tokens is not None
+            self.lm_head.weight = self.embed_tokens.weight
+        self.hook_embed = HookPoint()  # (B, T, d)
+        self.hook_final = HookPoint()  # (B, T, d)
+
+    # ------------------------------------------------------------------ initialisation
+    @torch.no_grad()
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """``init="torch"``: every layer's PyTorch default (``nn.init`` rules); ``"gpt2"``: then
+        every matrix ~ N(0, 0.02^2) (Radford et al. 2019; HF ``initializer_range``). Then the
+        token table ~ N(0, embedding_init_std^2) if set and a learned position table
+        ~ N(0, position_init_std^2) (0 gives a zero table)."""
+        reset_children(self, generator)
+        if self.config.init == "gpt2":
+            normal_matrices_(self, generator, 0.02)
+        if self.config.embedding_init_std is not None and self.embed_tokens is not None:
+            nn.init.normal_(self.embed_tokens.weight, 0.0, self.config.embedding_init_std,
+                            generator=generator)
+        weight = getattr(self.embed_positions, "weight", None)
+        if isinstance(weight, nn.Parameter):
+            if self.config.position_init_std > 0:
+                nn.init.normal_(weight, 0.0, self.config.position_init_std, generator=generator)
+            else:
+                weight.zero_()
+
+    # ------------------------------------------------------------------ forward
+    def new_caches(self) -> list[KVCache]:
+        """One empty :class:`KVCache` per layer."""
+        return [KVCache() for _ in self.layers]
+
+    def set_rotary(self, rotary: RotaryEmbedding) -> None:
+        """Swap the rotary embedding of every layer (a context-extension method, no training)."""
+        if self.rotary is None:
+            raise ValueError(f"set_rotary needs position='rope', got {self.config.position!r}")
+        self.rotary = rotary
+        for layer in self.layers:
+            if layer.attn is not None:
+                layer.attn.rotary = rotary
+
+    def embed(self, input_ids: Tensor | None, inputs_embeds: Tensor | None,
+              position_ids: Tensor) -> Tensor:
+        """h_0 (B, T, d): token or vector embedding plus the additive position code."""
+        c = self.config
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("pass exactly one of input_ids and inputs_embeds")
+        if input_ids is not None:
+            if self.embed_tokens is None:
+                raise ValueError("this model takes inputs_embeds (config.vocab_size is None)")
+            h = self.embed_tokens(input_ids)
+        else:
+            assert inputs_embeds is not None
+            width = c.input_size if c.input_size is not None else c.hidden_size
+            if (not isinstance(inputs_embeds, Tensor) or inputs_embeds.dim() != 3
+                    or inputs_embeds.shape[-1] != width):
+                raise ValueError(f"inputs_embeds must have shape (batch, seq, {width}), got "
+                                 f"{tuple(getattr(inputs_embeds, 'shape', ()))}")
+            h = inputs_embeds if self.embed_inputs is None else self.embed_inputs(inputs_embeds)
+        if self.embed_positions is not None:
+            h = self.embed_positions(h, position_ids)
+        return self.hook_embed(h)
+
+    def forward(
+        self,
+        input_ids: Tensor | None = None,
+        *,
+        inputs_embeds: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        position_ids: Tensor | None = None,
+        attn_mask: Tensor | None = None,
+        caches: list[KVCache] | None = None,
+        memory: Tensor | None = None,
+        memory_key_padding_mask: Tensor | None = None,
+        is_causal: bool | None = None,
+    ) -> Tensor:
+        """Logits (B, T, head), or hidden states (B, T, d) when the model has no head.
+
+        ``attention_mask`` (B, past + T): 1 for tokens, 0 for (left) padding over every key so
+        far (HF convention); positions then count real tokens only (``cumsum(mask) - 1``), so a
+        left-padded row gives the same outputs as the unpadded one. ``position_ids`` (T,) or
+        (B, T) override the default ``past .. past + T - 1``. ``attn_mask`` (T, S) bool (True =
+        may attend) or additive is passed to every self-attention (e.g. a sliding window).
+        ``caches``: one :class:`KVCache` per layer; the inputs continue the cached sequence.
+        """
+        h = self.hidden_states(
+            input_ids, inputs_embeds=inputs_embeds, attention_mask=attention_mask,
+            position_ids=position_ids, attn_mask=attn_mask, caches=caches, memory=memory,
+            memory_key_padding_mask=memory_key_padding_mask, is_causal=is_causal)
+        return h if self.lm_head is None else self.lm_head(h)
+
+    def hidden_states(
+        self,
+        input_ids: Tensor | None = None,
+        *,
+        inputs_embeds: Tensor | None = None,
+        attention_mask: Tensor | None = None,
+        position_ids: Tensor | None = None,
+        attn_mask: Tensor | None = None,
+        caches: list[KVCache] | None = None,
+        memory: Tensor | None = None,
+        memory_key_padding_mask: Tensor | None = None,
+        is_causal: bool | None = None,
+    ) -> Tensor:
+        """The final (normalised) hidden states (B, T, d); arguments as :meth:`forward`."""
+        c = self.config
+        if input_ids is not None:
+            self._check_tokens(input_ids)
+        x = input_ids if input_ids is not None else inputs_embeds
+        if not isinstance(x, Tensor) or x.dim() < 2:
+            raise ValueError("input_ids (batch, seq) or inputs_embeds (batch, seq, width) "
+                             "is required")
+        b, t = x.shape[0], x.shape[1]
+        if caches is not None and len(caches) != len(self.layers):
+            raise ValueError(f"caches must hold {len(self.layers)} KVCache, got {len(caches)}")
+        if caches is not None and "attention" not in SUBLAYERS[c.sublayers]:
+            raise ValueError(f"caches need attention sublayers, got sublayers={c.sublayers!r}")
+        past = 0 if caches is None else caches[0].seq_len
+        key_padding_mask = None
+        if attention_mask is not None:
+            if tuple(attention_mask.shape) != (b, past + t):
+                raise ValueError(f"attention_mask must have shape (batch, past + seq) = "
+                                 f"({b}, {past + t}), got {tuple(attention_mask.shape)}")
+            keep = attention_mask.to(torch.bool)
+            key_padding_mask = ~keep
+            if position_ids is None:
+                pos = keep.long().cumsum(-1) - 1
+                position_ids = pos.masked_fill(~keep, 1)[:, past:]
+        if position_ids is None:
+            position_ids = torch.arange(past, past + t, device=x.device)
+        elif position_ids.shape[-1] != t or position_ids.dim() not in (1, 2) or (
+                position_ids.dim() == 2 and position_ids.shape[0] != b):
+            raise ValueError(f"position_ids must have shape ({t},) or ({b}, {t}), "
+                             f"got {tuple(position_ids.shape)}")
+        if not POSITIONS.metadata(c.position)["extrapolates"] and t and (
+                int(position_ids.max()) >= c.max_seq_len):
+            raise ValueError(f"position {int(position_ids.max())} exceeds max_seq_len="
+                             f"{c.max_seq_len} of the {c.position!r} position table (it cannot "
+                             "extrapolate)")
+        if self.relative_bias is not None:
+            bias = self.relative_bias(t, past + t)  # (1, H, T, S)
+            attn_mask = bias if attn_mask is None else _add_masks(attn_mask, bias)
+        h = self.embed(input_ids, inputs_embeds, position_ids)
+        for i, layer in enumerate(self.layers):
+            h = layer(h, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                      is_causal=is_causal, position_ids=position_ids,
+                      kv_cache=None if caches is None else caches[i], memory=memory,
+                      memory_key_padding_mask=memory_key_padding_mask)
+        if self.final_norm is not None:
+            h = self.final_norm(h)
+        return self.hook_final(h)
+
+    def _check_tokens(self, input_ids: Tensor) -> None:
+        if (not isinstance(input_ids, Tensor) or input_ids.dim() != 2
+                or input_ids.dtype != torch.long):
+            raise ValueError(
+                "input_ids must be a LongTensor of shape (batch, seq), got "
+                f"{getattr(input_ids, 'dtype', type(input_ids).__name__)} "
+                f"{tuple(getattr(input_ids, 'shape', ()))}")
+        v = self.config.vocab_size
+        if v is not None and input_ids.numel() and (
+                int(input_ids.min()) < 0 or int(input_ids.max()) >= v):
+            raise ValueError(f"token ids must be in [0, {v}), got range "
+                             f"[{int(input_ids.min())}, {int(input_ids.max())}]")
+
+    # ------------------------------------------------------------------ generation
+    def generate(self, input_ids: Tensor, max_new_tokens: int, **kwargs: object) -> Tensor:
+        """Autoregressive continuation; see :func:`transformer_math.nn.generation.generate`."""
+        from transformer_math.nn.generation import generate
+
+        return generate(self, input_ids, max_new_tokens, **kwargs)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ summaries
+    def parameter_breakdown(self) -> dict[str, int]:
+        """Trainable parameters by part; a tied head counts once, under ``embedding``."""
+
+        def total(modules: list[nn.Module | None]) -> int:
+            return sum(count_parameters(m) for m in modules if m is not None)
+
+        layers = list(self.layers)
+        parts = {
+            "embedding": total([self.embed_tokens, self.embed_inputs]),
+            "positions": total([self.embed_positions, self.relative_bias]),
+            "attention": total([m for la in layers for m in (la.attn, la.cross_attn)]),
+            "feedforward": total([la.ffn for la in layers]),
+            "norms": total([m for la in layers for m in (la.attn_norm, la.cross_norm,
+                                                        la.ffn_norm)] + [self.final_norm]),
+            "lm_head": 0 if self.config.tie_embeddings else total([self.lm_head]),
+        }
+        parts["total"] = count_parameters(self)
+        parts["non_embedding"] = (parts["total"] - parts["embedding"] - parts["positions"]
+                                  - parts["lm_head"])
+        return parts
+
+    def non_embedding_parameters(self) -> int:
+        """Parameters excluding the token and position tables (the N of Kaplan et al. 2020; an
+        untied head counts)."""
+        parts = self.parameter_breakdown()
+        return parts["total"] - parts["embedding"] - parts["positions"]
+
+
+def _add_masks(attn_mask: Tensor, bias: Tensor) -> Tensor:
+    """A bool (True = allowed) or additive mask plus an additive bias, as one additive mask."""
+    if attn_mask.dtype == torch.bool:
+        attn_mask = torch.zeros(attn_mask.shape, dtype=bias.dtype, device=bias.device
+                                ).masked_fill(~attn_mask, float("-inf"))
+    return attn_mask + bias
+
+
+def build_transformer(config: TransformerConfig, seed: torch.Generator | int) -> Transformer:
+    """The model with every parameter drawn from ``seed`` (``nn.init.seeded``; the global RNG
+    is neither read nor advanced)."""
+    return seeded(lambda: Transformer(config), seed)
+
