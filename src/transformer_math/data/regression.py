@@ -91,3 +91,20 @@ def sample_regression(
             batch_size, num_points, generator=generator, dtype=dtype
         )
     return RegressionBatch(x, y, w)
+
+
+def interleave_regression_tokens(x: Tensor, y: Tensor) -> Tensor:
+    """Prompt-as-sequence tokens (Garg et al. 2022): (B, K, D), (B, K) -> (B, 2K, 1 + D).
+
+    x_i -> (0, x_i) at position 2i and y_i -> (y_i, 0, ..., 0) at position 2i + 1 (0-based i),
+    so a causal model read at the x_i token sees x_1, y_1, ..., y_{i-1}, x_i but not y_i.
+    """
+    if x.dim() != 3 or y.shape != x.shape[:2]:
+        raise ValueError(
+            f"x (B, K, D) and y (B, K) expected, got {tuple(x.shape)} and {tuple(y.shape)}"
+        )
+    b, k, d = x.shape
+    zeros = x.new_zeros(b, k, 1)
+    x_tokens = torch.cat([zeros, x], dim=-1)  # (B, K, 1+D)
+    y_tokens = torch.cat([y.unsqueeze(-1), x.new_zeros(b, k, d)], dim=-1)  # (B, K, 1+D)
+    return torch.stack([x_tokens, y_tokens], dim=2).reshape(b, 2 * k, 1 + d)  # (B, 2K, 1+D)

@@ -32,7 +32,9 @@ from transformer_math.data.sequence_tasks import (
     make_task,
     tokenwise_accuracy_ceiling,
 )
-from transformer_math.nn.tiny_transformer import TinyTransformerConfig, build_tiny_transformer
+from transformer_math.experiments.presets import tiny_transformer_config
+from transformer_math.nn.config import TransformerConfig
+from transformer_math.nn.transformer import build_transformer
 
 Progress = Callable[[float], None] | None
 
@@ -124,7 +126,7 @@ def _lr_at(step: int, s: TrainSettings) -> float:
 
 
 def train_token_classifier(
-    model_cfg: TinyTransformerConfig,
+    model_cfg: TransformerConfig,
     task: str,
     spec: TaskSpec,
     settings: TrainSettings,
@@ -132,11 +134,11 @@ def train_token_classifier(
     progress: Progress = None,
     evaluation: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> TrainedModelResult:
-    """Train a TinyTransformer on ``task`` (fresh samples each step); evaluate on
+    """Train the model of ``model_cfg`` on ``task`` (fresh samples each step); evaluate on
     ``evaluation = (inputs, targets)`` when given (e.g. every sequence), else on
     ``settings.eval_size`` fresh samples."""
     start = time.perf_counter()
-    model = build_tiny_transformer(model_cfg, seed)
+    model = build_transformer(model_cfg, seed)
     opt = torch.optim.AdamW(model.parameters(), lr=settings.lr,
                             weight_decay=settings.weight_decay, betas=(0.9, 0.98))
     data_gen = torch.Generator().manual_seed(seed + 1)
@@ -240,10 +242,10 @@ def run(config: ComponentAblationConfig, progress: Progress = None) -> Component
         # brute force on the same inputs; equals the closed form up to rounding
         ceiling = best_constant_accuracy(x_all.reshape(-1), evaluation[1].reshape(-1))
     for index, (block, layers) in enumerate(config.variants):
-        model_cfg = TinyTransformerConfig(
-            vocab_size=config.spec.vocab_size, num_outputs=config.spec.num_classes,
-            embed_dim=config.embed_dim, num_heads=config.num_heads, num_layers=layers,
-            block=block, positions="none", max_len=config.spec.seq_len,
+        model_cfg = tiny_transformer_config(
+            config.spec.vocab_size, config.spec.num_classes, hidden_size=config.embed_dim,
+            num_heads=config.num_heads, num_layers=layers, sublayers=block, position="none",
+            max_seq_len=config.spec.seq_len,
         )
 
         def sub(f: float, i: int = index) -> None:

@@ -1,7 +1,8 @@
 """Induction heads form in a 2-layer attention-only model, with a phase change; not in 1 layer.
 
 Olsson et al. 2022; setup of FACTS.md (sizing measured on this kind of machine): 2-layer
-attention-only pre-LN transformer, d_model 64, 4 heads, RoPE; vocab 128, length 64; each sequence
+attention-only pre-LN transformer, d_model 64, 4 heads, RoPE (``model_config``: a
+``TransformerConfig`` preset); vocab 128, length 64; each sequence
 is 0-8 random tokens then a random segment of length U[8, 24] repeated to the end; AdamW 1e-3
 (betas 0.9/0.98), 100 warm-up steps, batch 32, 2000 steps. A 1-layer model with the same recipe
 is the control.
@@ -9,7 +10,8 @@ is the control.
 Measured every ``eval_every`` steps on fixed probes: per-head previous-token and induction scores
 (``diagnostics.icl_scores``) on random sequences of ``probe_half_len`` tokens repeated twice; the
 in-context loss (mean next-token loss on the second copy of the probe); the ICL score (loss at a
-late minus loss at an early position on held-out training-distribution sequences).
+late minus loss at an early position on held-out training-distribution sequences). The
+attention weights are read at the hook points ``layers.{i}.attn.hook_pattern`` (``nn/hooks.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
+from torch import Tensor
 
 from transformer_math.data.induction import repeated_random_sequence, repeated_segment_batch
 from transformer_math.diagnostics.icl_scores import (
@@ -26,8 +30,11 @@ from transformer_math.diagnostics.icl_scores import (
     induction_score,
     previous_token_score,
 )
-from transformer_math.nn.icl_gpt import AttentionOnlyConfig, AttentionOnlyTransformer
-from transformer_math.nn.init import seeded
+from transformer_math.nn.config import TransformerConfig
+from transformer_math.nn.hooks import run_with_cache, stack_layers
+from transformer_math.nn.transformer import Transformer, build_transformer
+
+PATTERNS = "layers.{}.attn.hook_pattern"
 
 
 @dataclass(frozen=True)
@@ -49,7 +56,36 @@ class InductionHeadsConfig:
     icl_early: int = 4
     icl_late: int = 60
     control_layers: int = 1
+    rope_theta: float = 10000.0
     seed: int = 0
+
+    def model_config(self, num_layers: int) -> TransformerConfig:
+        """Attention-only pre-LN decoder (Olsson et al. 2022) as a preset.
+
+        Token embedding, ``num_layers`` blocks h <- h + Attn(LN(h)) with rotary q/k (RoPE, Su et
+        al. 2021, "half" layout, base ``rope_theta``) and no biases, a final LayerNorm and an
+        unembedding without bias; GPT-2 initialisation (every matrix ~ N(0, 0.02^2), LayerNorm
+        gains 1). The reference backend computes softmax(q k^T / sqrt(d_k)) explicitly, so the
+        pattern read at ``hook_pattern`` is the one the output is computed from.
+        """
+        return TransformerConfig(
+            hidden_size=self.d_model,
+            num_layers=num_layers,
+            num_heads=self.num_heads,
+            vocab_size=self.vocab_size,
+            max_seq_len=max(self.seq_len, 2 * self.probe_half_len),
+            position="rope",
+            rope_theta=self.rope_theta,
+            sublayers="attention_only",
+            norm="layernorm",
+            norm_placement="pre",
+            final_norm=True,
+            attention_bias=False,
+            head_bias=False,
+            causal=True,
+            attention_backend="reference",
+            init="gpt2",
+        )
 
     @staticmethod
     def tiny(seed: int = 0) -> InductionHeadsConfig:
@@ -135,11 +171,28 @@ class InductionHeadsResult:
     seconds: float
 
 
-def _train(config: InductionHeadsConfig, num_layers: int, progress, offset: float, share: float):
+def next_token_loss(logits: Tensor, tokens: Tensor) -> Tensor:
+    """Cross-entropy of predicting token t+1 at position t: logits (B, T, V) -> (B, T-1)."""
+    loss = F.cross_entropy(
+        logits[:, :-1].reshape(-1, logits.shape[-1]),
+        tokens[:, 1:].reshape(-1),
+        reduction="none",
+    )
+    return loss.view(tokens.shape[0], -1)
+
+
+def loss_and_patterns(model: Transformer, tokens: Tensor) -> tuple[Tensor, Tensor]:
+    """Next-token loss (B, T-1) and every layer's attention weights (L, B, H, T, T), read at the
+    ``layers.*.attn.hook_pattern`` hook points."""
+    logits, cache = run_with_cache(model, tokens, names=["layers.*.attn.hook_pattern"])
+    return next_token_loss(logits, tokens), stack_layers(cache, PATTERNS)
+
+
+def _train(config: InductionHeadsConfig, num_layers: int,
+           progress: Callable[[float], None] | None, offset: float, share: float
+           ) -> TrainingCurves:
     g = torch.Generator().manual_seed(config.seed * 7919 + num_layers)
-    model_config = AttentionOnlyConfig(config.vocab_size, config.d_model, config.num_heads,
-                                       num_layers)
-    model = seeded(lambda: AttentionOnlyTransformer(model_config), g)
+    model = build_transformer(config.model_config(num_layers), g)
     g_probe = torch.Generator().manual_seed(10_000 + config.seed)
     probe = repeated_random_sequence(
         config.probe_batch, config.probe_half_len, config.vocab_size, generator=g_probe
@@ -160,8 +213,8 @@ def _train(config: InductionHeadsConfig, num_layers: int, progress, offset: floa
     def evaluate(step: int) -> None:
         model.eval()
         with torch.no_grad():
-            loss, weights = model.next_token_loss(probe)  # (B, 2L-1)
-            held_loss, _ = model.next_token_loss(held_out)
+            loss, weights = loss_and_patterns(model, probe)  # (B, 2L-1), (L, B, H, T, T)
+            held_loss = next_token_loss(model(held_out), held_out)
         model.train()
         half = config.probe_half_len
         steps.append(step)
@@ -185,7 +238,7 @@ def _train(config: InductionHeadsConfig, num_layers: int, progress, offset: floa
             min_segment=config.min_segment,
             max_segment=config.max_segment,
         )
-        loss = model.next_token_loss(tokens)[0].mean()
+        loss = next_token_loss(model(tokens), tokens).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()

@@ -9,7 +9,7 @@ relative position bias can apply at any length.
 
 Arms (data/parity.py layouts): ``none`` (answer right after the bits), ``running_parity`` and
 ``copy`` (a control scratchpad with the same number of tokens that copies the bits and so carries
-no computation). Every arm: the same causal TinyTransformer size and training budget, lengths
+no computation). Every arm: the same causal model size (``experiments.presets``) and training budget, lengths
 drawn uniformly from 1..train_max_len, only relative positions (nothing absolute to extrapolate).
 * ``none`` gets unrestricted attention (``relative``: a learned bias clipped at ``window``): the
   answer needs every bit, so this is the most favourable architecture for the direct arm.
@@ -46,11 +46,11 @@ from transformer_math.data.parity import (
     parity_sequences,
     random_bits,
 )
-from transformer_math.nn.tiny_transformer import (
-    TinyTransformer,
-    TinyTransformerConfig,
-    build_tiny_transformer,
-)
+from transformer_math.experiments.memo import memoized
+from transformer_math.experiments.presets import tiny_transformer_config
+from transformer_math.nn.config import TransformerConfig
+from transformer_math.nn.generation import choose_next_token
+from transformer_math.nn.transformer import Transformer, build_transformer
 
 Progress = Callable[[float], None] | None
 
@@ -143,13 +143,13 @@ class ParityScratchpadResult:
     seconds: float
 
 
-def _model_config(config: ParityScratchpadConfig, arm: str) -> TinyTransformerConfig:
+def model_config(config: ParityScratchpadConfig, arm: str) -> TransformerConfig:
     """Unrestricted relative attention for the direct arm, a sliding window for scratchpads."""
-    return TinyTransformerConfig(
-        vocab_size=len(PARITY_VOCAB), num_outputs=len(PARITY_VOCAB),
-        embed_dim=config.embed_dim, num_heads=config.num_heads, num_layers=config.num_layers,
-        block="full", positions="relative" if arm == "none" else "local_relative",
-        attention="causal", relative_window=config.window,
+    return tiny_transformer_config(
+        len(PARITY_VOCAB), len(PARITY_VOCAB), hidden_size=config.embed_dim,
+        num_heads=config.num_heads, num_layers=config.num_layers, sublayers="full",
+        position="relative" if arm == "none" else "local_relative", causal=True,
+        relative_window=config.window,
     )
 
 
@@ -159,7 +159,7 @@ def _training_batch(config: ParityScratchpadConfig, arm: str, gen: torch.Generat
     return parity_sequences(bits, arm)
 
 
-def _next_token_loss(model: TinyTransformer, seqs: ParitySequences) -> torch.Tensor:
+def _next_token_loss(model: Transformer, seqs: ParitySequences) -> torch.Tensor:
     logits = model(seqs.tokens[:, :-1])  # (B, T-1, V): position t predicts token t+1
     target = seqs.tokens[:, 1:]
     mask = seqs.generated[:, 1:]
@@ -167,7 +167,7 @@ def _next_token_loss(model: TinyTransformer, seqs: ParitySequences) -> torch.Ten
 
 
 @torch.no_grad()
-def generate_and_score(model: TinyTransformer, seqs: ParitySequences) -> float:
+def generate_and_score(model: Transformer, seqs: ParitySequences) -> float:
     """Greedy autoregressive decoding of every generated token; accuracy of the final answer.
 
     All rows must have the same length (one test length at a time).
@@ -177,7 +177,7 @@ def generate_and_score(model: TinyTransformer, seqs: ParitySequences) -> float:
         raise ValueError("generate_and_score needs rows of one length and layout")
     for t in torch.nonzero(seqs.generated[0]).flatten().tolist():
         logits = model(tokens[:, :t])[:, -1]  # prediction for position t
-        tokens[:, t] = logits.argmax(-1)
+        tokens[:, t] = choose_next_token(logits)[:, 0]  # greedy: argmax
     answer = tokens[torch.arange(tokens.shape[0]), seqs.answer_index]
     return float((answer == PAR0 + seqs.answer).double().mean())
 
@@ -185,7 +185,7 @@ def generate_and_score(model: TinyTransformer, seqs: ParitySequences) -> float:
 def run_arm(config: ParityScratchpadConfig, arm: str, progress: Progress = None):
     """Train one arm and measure autoregressive accuracy at every test length."""
     start = time.perf_counter()
-    model = build_tiny_transformer(_model_config(config, arm), config.seed)
+    model = build_transformer(model_config(config, arm), config.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=(0.9, 0.98),
                             weight_decay=0.01)
     gen = torch.Generator().manual_seed(config.seed + 1)
@@ -215,19 +215,27 @@ def run_arm(config: ParityScratchpadConfig, arm: str, progress: Progress = None)
     return ParityArmResult(accuracy, sum(recent) / len(recent), time.perf_counter() - start)
 
 
-#: Arms already trained in this process, keyed by (config with arms=(arm,), arm). An arm's result
-#: depends only on the config's other fields and the arm, so the direct arm that a claim's run and
-#: its falsifier's run (computation.parity) both train is trained once.
-_ARM_CACHE: dict[tuple[ParityScratchpadConfig, str], ParityArmResult] = {}
-_ARM_CACHE_SIZE = 8
+def _arm_key(config: ParityScratchpadConfig, arm: str) -> ParityScratchpadConfig:
+    """The config that determines one arm's result: ``config`` with ``arms=(arm,)``."""
+    return replace(config, arms=(arm,))
+
+
+def _run_single_arm(config: ParityScratchpadConfig, progress: Progress = None
+                    ) -> ParityArmResult:
+    """``run_arm`` for the one arm of ``config`` (the memo's unit of work)."""
+    (arm,) = config.arms
+    return run_arm(config, arm, progress)
 
 
 def run(config: ParityScratchpadConfig, progress: Progress = None, *,
         reuse: bool = True) -> ParityScratchpadResult:
     """Train and evaluate every arm of ``config``; deterministic given the seed.
 
-    ``reuse``: take an arm from this process's cache when the same arm of the same config was
-    run before (the result is the same; its ``seconds`` are those of the first run).
+    An arm's result depends only on the config's other fields and the arm, so each arm is
+    memoized (``experiments.memo``) under ``config`` with ``arms=(arm,)``: the direct arm that a
+    claim's run and its falsifier's run (computation.parity) both train is trained once.
+    ``reuse=False`` trains every arm afresh (and stores nothing); a reused arm's ``seconds`` are
+    those of its first run.
     """
     start = time.perf_counter()
     arms: dict[str, ParityArmResult] = {}
@@ -237,14 +245,9 @@ def run(config: ParityScratchpadConfig, progress: Progress = None, *,
             if progress is not None:
                 progress((i + f) / len(config.arms))
 
-        key = (replace(config, arms=(arm,)), arm)
-        cached = _ARM_CACHE.get(key) if reuse else None
-        if cached is None:
-            cached = run_arm(config, arm, sub)
-            _ARM_CACHE[key] = cached
-            while len(_ARM_CACHE) > _ARM_CACHE_SIZE:
-                del _ARM_CACHE[next(iter(_ARM_CACHE))]
+        key = _arm_key(config, arm)
+        result = memoized(_run_single_arm, key, sub) if reuse else _run_single_arm(key, sub)
         sub(1.0)
-        arms[arm] = ParityArmResult(dict(cached.accuracy_by_length), cached.final_train_loss,
-                                    cached.seconds)
+        arms[arm] = ParityArmResult(dict(result.accuracy_by_length), result.final_train_loss,
+                                    result.seconds)
     return ParityScratchpadResult(config, arms, time.perf_counter() - start)

@@ -4,7 +4,7 @@
 Transformer is permutation equivariant, so equal tokens get equal outputs wherever they stand and
 a target such as ``reverse`` (y_i = x_{n-1-i}) or ``copy_first`` (y_i = x_0) can only be met up to
 the exact equivariant Bayes ceiling (data/sequence_tasks.py); with a position code it can be fitted.
-Both arms use the same model, task, data stream and budget; only ``positions`` differs.
+Both arms use the same model, task, data stream and budget; only the position scheme differs.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from transformer_math.experiments.component_ablation import (
     task_targets,
     train_token_classifier,
 )
-from transformer_math.nn.tiny_transformer import TinyTransformerConfig
+from transformer_math.experiments.presets import tiny_transformer_config
 
 Progress = Callable[[float], None] | None
 
@@ -97,11 +97,10 @@ def run(config: PositionEquivarianceConfig, progress: Progress = None):
         )
     results: dict[str, TrainedModelResult] = {}
     for index, positions in enumerate(config.arms):
-        model_cfg = TinyTransformerConfig(
-            vocab_size=config.spec.vocab_size, num_outputs=config.spec.vocab_size,
-            embed_dim=config.embed_dim, num_heads=config.num_heads,
-            num_layers=config.num_layers, block="full", positions=positions,
-            max_len=config.spec.seq_len,
+        model_cfg = tiny_transformer_config(
+            config.spec.vocab_size, config.spec.vocab_size, hidden_size=config.embed_dim,
+            num_heads=config.num_heads, num_layers=config.num_layers, sublayers="full",
+            position=positions, max_seq_len=config.spec.seq_len,
         )
 
         def sub(f: float, i: int = index) -> None:

@@ -6,8 +6,8 @@ the targets inside a copy after its first token (the first copy token is not pre
 the segment length is random). Solving the copy needs attention to a key a few positions back
 whose distance is read from positions, so a position code that breaks beyond L breaks the task.
 
-Models: a small pre-LayerNorm decoder-only transformer (the project's ``MultiHeadAttention``
-with GELU MLPs), one per position scheme:
+Models: a small pre-LayerNorm decoder-only transformer, one per position scheme, built from a
+``TransformerConfig`` preset (:func:`position_lm_config`) as the project's ``Transformer``:
 - ``rope``: evaluated WITHOUT fine-tuning under the scaling types none / linear (PI) / ntk /
   dynamic / yarn with s = eval_len / train_len (``functional/rope_scaling.py``), and
   ``high-interp``, the main seed's prescription read literally (000 §8.3.3 理论 C: the
@@ -22,7 +22,7 @@ with GELU MLPs), one per position scheme:
 Output: copy loss (nats) and accuracy per position bin of width ``bin_width`` for every
 (scheme, variant). Chance loss is ln(vocab).
 
-Deterministic given ``seed``: parameters are drawn by ``nn.init.seeded`` from a generator
+Deterministic given ``seed``: parameters are drawn by ``build_transformer`` from a generator
 seeded from the config (the global RNG is never used), data come from explicit generators.
 """
 
@@ -36,12 +36,12 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
 from transformer_math.functional.rope_scaling import compute_rope_frequencies, default_inv_freq
-from transformer_math.nn.attention import MultiHeadAttention
-from transformer_math.nn.init import reset_children, seeded
-from transformer_math.nn.position import LearnedPositionalEmbedding, RotaryEmbedding
+from transformer_math.nn.config import TransformerConfig
+from transformer_math.nn.position import RotaryEmbedding
+from transformer_math.nn.transformer import Transformer, build_transformer
 
 SCHEMES = ("rope", "alibi", "learned")
 ROPE_VARIANTS = ("none", "linear", "ntk", "dynamic", "yarn", "high-interp", "window")
@@ -212,74 +212,36 @@ def copy_task_batch(batch: int, length: int, vocab: int, seg_min: int, seg_max: 
 # ----------------------------------------------------------------------------- model
 
 
-class _Block(nn.Module):
-    def __init__(self, cfg: RopeExtrapolationConfig, scheme: str) -> None:
-        super().__init__()
-        head_dim = cfg.d_model // cfg.num_heads
-        rotary = RotaryEmbedding(head_dim, base=cfg.rope_base) if scheme == "rope" else None
-        self.norm1 = nn.LayerNorm(cfg.d_model)
-        self.attn = MultiHeadAttention(cfg.d_model, cfg.num_heads, rotary=rotary,
-                                       alibi=scheme == "alibi")
-        self.norm2 = nn.LayerNorm(cfg.d_model)
-        self.mlp = nn.Sequential(
-            nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model), nn.GELU(),
-            nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model),
-        )
+def position_lm_config(cfg: RopeExtrapolationConfig, scheme: str) -> TransformerConfig:
+    """The study's model as a :class:`TransformerConfig` preset: a pre-LayerNorm causal decoder
+    with GELU MLPs (width ``mlp_ratio * d_model``), a biased head and token table
+    ~ N(0, 0.02^2), whose only position signal is ``scheme``.
 
-    def forward(self, x: Tensor, attn_mask: Tensor | None = None) -> Tensor:
-        x = x + self.attn(self.norm1(x), attn_mask=attn_mask, is_causal=True).output
-        return x + self.mlp(self.norm2(x))
+    ``learned`` gets a table of ``eval_len`` rows, so that evaluation can reach positions the
+    model never trained on (those rows keep their N(0, 0.02^2) initialisation).
+    """
+    if scheme not in SCHEMES:
+        raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
+    return TransformerConfig(
+        vocab_size=cfg.vocab_size, hidden_size=cfg.d_model, num_heads=cfg.num_heads,
+        num_layers=cfg.num_layers, intermediate_size=cfg.mlp_ratio * cfg.d_model,
+        max_seq_len=cfg.eval_len, position=scheme, rope_theta=cfg.rope_base,
+        norm="layernorm", norm_placement="pre", feedforward="gelu", causal=True,
+        head_bias=True, embedding_init_std=0.02,
+    )
 
 
-class PositionLM(nn.Module):
-    """Pre-LN decoder-only LM whose only position signal is ``scheme``."""
+def build_position_lm(cfg: RopeExtrapolationConfig, scheme: str) -> Transformer:
+    """The model of ``scheme``, parameters drawn from a generator seeded by the config."""
+    return build_transformer(position_lm_config(cfg, scheme),
+                             cfg.seed * 1000 + SCHEMES.index(scheme))
 
-    def __init__(self, cfg: RopeExtrapolationConfig, scheme: str) -> None:
-        super().__init__()
-        self.scheme = scheme
-        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        nn.init.normal_(self.embed.weight, std=0.02)
-        self.position = (LearnedPositionalEmbedding(cfg.eval_len, cfg.d_model)
-                         if scheme == "learned" else None)
-        self.blocks = nn.ModuleList(_Block(cfg, scheme) for _ in range(cfg.num_layers))
-        self.norm = nn.LayerNorm(cfg.d_model)
-        self.head = nn.Linear(cfg.d_model, cfg.vocab_size)
 
-    @torch.no_grad()
-    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
-        """Children by the package convention, then the token table ~ N(0, 0.02^2)."""
-        reset_children(self, generator)
-        nn.init.normal_(self.embed.weight, std=0.02, generator=generator)
-
-    def forward(self, tokens: Tensor, window: int | None = None) -> Tensor:
-        """Logits (B, T, vocab); ``window`` restricts query i to keys j > i - window."""
-        x = self.embed(tokens)  # (B, T, d)
-        if self.position is not None:
-            x = self.position(x)
-        mask = None
-        if window is not None:
-            t = torch.arange(tokens.shape[1], device=tokens.device)
-            mask = (t.view(-1, 1) - t.view(1, -1)) < window  # (T, T) True = may attend
-        for block in self.blocks:
-            x = block(x, mask)
-        return self.head(self.norm(x))  # (B, T, vocab)
-
-    def set_rope_scaling(self, scaling: dict[str, Any] | None, base: float) -> None:
-        """Swap every layer's rotary embedding (no retraining)."""
-        for block in self.blocks:
-            rotary = block.attn.rotary
-            if rotary is None:
-                raise ValueError("set_rope_scaling needs a model with scheme='rope'")
-            block.attn.rotary = RotaryEmbedding(rotary.head_dim, base=base, scaling=scaling)
-
-    def set_rope_frequencies(self, inv_freq: Tensor, attention_factor: float) -> None:
-        """Swap every layer's rotary embedding for custom frequencies (no retraining)."""
-        for block in self.blocks:
-            rotary = block.attn.rotary
-            if rotary is None:
-                raise ValueError("set_rope_frequencies needs a model with scheme='rope'")
-            block.attn.rotary = RotaryEmbedding.from_inv_freq(
-                rotary.head_dim, inv_freq, attention_factor=attention_factor)
+def window_mask(length: int, window: int) -> Tensor:
+    """(T, T) bool, True where query i may attend key j: j > i - window (with causality
+    applied by the model, the last ``window`` keys)."""
+    t = torch.arange(length)
+    return (t.view(-1, 1) - t.view(1, -1)) < window
 
 
 def high_interpolation_frequencies(cfg: RopeExtrapolationConfig) -> tuple[Tensor, float]:
@@ -316,6 +278,18 @@ def rope_variant_scaling(variant: str, cfg: RopeExtrapolationConfig) -> dict[str
     return table[variant]
 
 
+def variant_rotary(variant: str, cfg: RopeExtrapolationConfig) -> RotaryEmbedding:
+    """The rotary embedding a trained RoPE model is evaluated with under ``variant`` (swapped
+    in by ``Transformer.set_rotary``, no retraining)."""
+    head_dim = cfg.d_model // cfg.num_heads
+    if variant == "high-interp":
+        inv_freq, attention_factor = high_interpolation_frequencies(cfg)
+        return RotaryEmbedding.from_inv_freq(head_dim, inv_freq,
+                                             attention_factor=attention_factor)
+    return RotaryEmbedding(head_dim, base=cfg.rope_base,
+                           scaling=rope_variant_scaling(variant, cfg))
+
+
 # ----------------------------------------------------------------------------- train / evaluate
 
 
@@ -325,9 +299,9 @@ def _masked_loss(logits: Tensor, targets: Tensor, mask: Tensor) -> Tensor:
 
 
 def train_model(cfg: RopeExtrapolationConfig, scheme: str, steps: int,
-                progress: Callable[[float], None] | None = None) -> tuple[PositionLM, float]:
+                progress: Callable[[float], None] | None = None) -> tuple[Transformer, float]:
     """Train one model at length ``train_len``; returns (model, mean loss of the last 10 %)."""
-    model = seeded(lambda: PositionLM(cfg, scheme), cfg.seed * 1000 + SCHEMES.index(scheme))
+    model = build_position_lm(cfg, scheme)
     g = torch.Generator().manual_seed(cfg.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.98), weight_decay=0.01)
 
@@ -359,10 +333,13 @@ def train_model(cfg: RopeExtrapolationConfig, scheme: str, steps: int,
 
 
 @torch.no_grad()
-def evaluate_by_position(model: PositionLM, tokens: Tensor, mask: Tensor, bin_width: int,
+def evaluate_by_position(model: Transformer, tokens: Tensor, mask: Tensor, bin_width: int,
                          window: int | None = None) -> tuple[list[int], list[float], list[float]]:
-    """Copy loss and accuracy per position bin on fixed evaluation data."""
-    logits = model(tokens[:, :-1], window=window)
+    """Copy loss and accuracy per position bin on fixed evaluation data; ``window`` restricts
+    query i to the keys j > i - window (:func:`window_mask`)."""
+    inputs = tokens[:, :-1]
+    attn_mask = None if window is None else window_mask(inputs.shape[1], window)
+    logits = model(inputs, attn_mask=attn_mask)
     targets = tokens[:, 1:]
     per_token = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
     correct = (logits.argmax(-1) == targets).float()
@@ -404,10 +381,8 @@ def run(config: RopeExtrapolationConfig,
         done += steps
         variants = config.rope_variants if scheme == "rope" else ("none",)
         for variant in variants:
-            if scheme == "rope" and variant == "high-interp":
-                model.set_rope_frequencies(*high_interpolation_frequencies(config))
-            elif scheme == "rope":
-                model.set_rope_scaling(rope_variant_scaling(variant, config), config.rope_base)
+            if scheme == "rope":
+                model.set_rotary(variant_rotary(variant, config))
             window = config.train_len if variant == "window" else None
             b, lo, ac = evaluate_by_position(model, tokens, mask, config.bin_width, window)
             curves.append(SchemeCurve(scheme, variant, b, lo, ac))
