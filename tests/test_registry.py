@@ -57,7 +57,7 @@ def test_project_registries_carry_the_metadata_their_consumers_read() -> None:
 
     assert "linear" in ATTENTION_BACKENDS and "linear" not in exact_backends()
     assert {"reference", "sdpa", "tiled"} <= set(exact_backends())
-    assert LENGTH_DEPENDENT_TYPES == {"dynamic", "longrope"}
+    assert {"dynamic", "longrope"} == LENGTH_DEPENDENT_TYPES
     assert rope_parameter_names("yarn")[:2] == ("factor", "original_max_position_embeddings")
     assert ROPE_SCALING_FUNCTIONS.metadata("ntk")["in_transformers"] is False
 

@@ -1,4 +1,5 @@
-"""Generation options, checkpoint errors, save_pretrained round trips and Meta-layout import."""
+"""Generation through ``nn/generation.py`` on loaded checkpoints, checkpoint errors,
+save_pretrained round trips and Meta-layout import."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from transformer_math.checkpoints.io import (
     from_meta,
     from_pretrained,
     meta_state_dict,
+    save_meta,
     save_pretrained,
 )
-from transformer_math.checkpoints.model import CheckpointLM
+from transformer_math.nn.generation import choose_next_token
 from transformer_math.nn.position import RotaryEmbedding
 
 TOL = 1e-5
@@ -51,10 +53,64 @@ def test_sampling_top_k_and_temperature(llama_dir, ref):
     assert (top5 == a[:, prompt.shape[1]:].unsqueeze(-1)).any(-1).all()
 
 
+def test_sampling_top_p(llama_dir, ref):
+    """Nucleus sampling (Holtzman et al. 2020): every sampled token lies in the smallest set of
+    most likely tokens whose probability reaches top_p; a tiny top_p leaves only the arg-max."""
+    ours = from_pretrained(llama_dir[0])
+    prompt = ref.tokens(2, 4)
+    assert torch.equal(ours.generate(prompt, 6, temperature=1.0, top_p=1e-6,
+                                     generator=torch.Generator().manual_seed(0)),
+                       ours.generate(prompt, 6))
+    top_p, n0 = 0.6, prompt.shape[1]
+    got = ours.generate(prompt, 8, temperature=1.0, top_p=top_p,
+                        generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        probs = torch.softmax(ours(got[:, :-1])[:, n0 - 1:], dim=-1)  # (B, 8, V)
+    chosen = probs.gather(-1, got[:, n0:].unsqueeze(-1))
+    mass_above = (probs * (probs > chosen)).sum(-1)  # mass of strictly more likely tokens
+    assert (mass_above < top_p).all()
+    # the nucleus is a strict subset here, so the test could fail: some token is excluded
+    assert ((probs.sort(-1, descending=True).values.cumsum(-1) < top_p).sum(-1) + 1
+            < probs.shape[-1]).all()
+
+
+def test_eos_stops_the_row_and_pads(llama_dir, ref):
+    ours = from_pretrained(llama_dir[0])
+    prompt = ref.tokens(2, 4)
+    free = ours.generate(prompt, 8)
+    eos = int(free[0, 4 + 2])  # row 0 emits this token at step 3
+    got = ours.generate(prompt, 8, eos_token_id=eos, pad_token_id=63)
+    first = int((free[0, 4:] == eos).nonzero()[0])
+    assert torch.equal(got[0, :4 + first + 1], free[0, :4 + first + 1])
+    assert (got[0, 4 + first + 1:] == 63).all()
+    row1 = free[1, 4:]
+    if not (row1 == eos).any():  # row 1 never finishes: decoding runs the full 8 steps
+        assert got.shape[1] == 12 and torch.equal(got[1], free[1])
+    # all rows finished -> decoding stops early
+    alone = ours.generate(prompt[:1], 8, eos_token_id=eos)
+    assert alone.shape[1] == 4 + first + 1
+
+
+def test_generation_uses_the_shared_sampler(llama_dir, ref):
+    """One sampling implementation: generate's first sampled token equals choose_next_token on
+    the model's last-position logits with the same generator state."""
+    ours = from_pretrained(llama_dir[0])
+    prompt = ref.tokens(2, 4)
+    got = ours.generate(prompt, 1, temperature=0.7, top_k=7, top_p=0.9,
+                        generator=torch.Generator().manual_seed(11))
+    with torch.no_grad():
+        logits = ours(prompt)[:, -1]
+    expected = choose_next_token(logits, temperature=0.7, top_k=7, top_p=0.9,
+                                 generator=torch.Generator().manual_seed(11))
+    assert torch.equal(got[:, -1:], expected)
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"temperature": -1.0}, "temperature"),
     ({"top_k": 0}, "top_k"),
     ({"top_k": 65}, "top_k"),
+    ({"top_p": 0.0}, "top_p"),
+    ({"top_p": 1.5}, "top_p"),
 ])
 def test_generation_rejects_bad_options(llama_dir, ref, kwargs, match):
     ours = from_pretrained(llama_dir[0])
@@ -116,9 +172,10 @@ def test_save_pretrained_round_trip_through_hf(tmp_path, ref, family):
     else:
         ref.gpt2(tmp_path / "a")
     ours = from_pretrained(tmp_path / "a")
-    ours.save_pretrained(tmp_path / "b", max_shard_bytes=20_000)  # forces several shards
+    save_pretrained(ours, tmp_path / "b", max_shard_bytes=20_000)  # forces several shards
     assert (tmp_path / "b" / "model.safetensors.index.json").is_file()
-    again = CheckpointLM.from_pretrained(tmp_path / "b")
+    again = from_pretrained(tmp_path / "b")
+    assert again.config == ours.config and again.checkpoint_info == ours.checkpoint_info
     save_pretrained(ours, tmp_path / "c")  # single file
     assert torch.equal(from_pretrained(tmp_path / "c")(ref.tokens(1, 5)), ours(ref.tokens(1, 5)))
     reloaded = hf_cls.from_pretrained(tmp_path / "b").eval()
@@ -132,14 +189,12 @@ def test_save_pretrained_round_trip_through_hf(tmp_path, ref, family):
 def test_meta_layout_import_needs_the_permutation(tmp_path, llama_dir, ref):
     path, hf_model = llama_dir
     ours = from_pretrained(path)
-    meta = tmp_path / "meta"
-    meta.mkdir()
+    meta = save_meta(ours, tmp_path / "meta")
     c = ours.config
-    torch.save(meta_state_dict(ours), meta / "consolidated.00.pth")
-    (meta / "params.json").write_text(json.dumps({
-        "dim": c.hidden_size, "n_layers": c.num_layers, "n_heads": c.num_heads,
-        "n_kv_heads": c.kv_heads, "norm_eps": c.norm_eps, "rope_theta": c.rope_theta,
-        "max_seq_len": c.max_position_embeddings}))
+    params = json.loads((meta / "params.json").read_text())
+    assert params == {"dim": 32, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "norm_eps": 1e-5,
+                      "rope_theta": 10000.0, "max_seq_len": 32}
+    assert from_meta(meta).config == c
     ids = ref.tokens(2, 12)
     with torch.no_grad():
         expected = hf_model(ids).logits
@@ -151,10 +206,22 @@ def test_meta_layout_import_needs_the_permutation(tmp_path, llama_dir, ref):
     # reproduce the reference when every attention uses the interleaved (RoFormer) rotation
     native = from_meta(meta, permute_qk=False)
     interleaved = RotaryEmbedding(c.dim_per_head, base=c.rope_theta, layout="interleaved")
-    for layer in native.layers:
-        layer.attn.rotary = interleaved
+    native.set_rotary(interleaved)
     with torch.no_grad():
         assert (native(ids) - expected).abs().max() <= TOL
+
+
+def test_meta_state_dict_is_the_inverse_of_from_meta(tmp_path, llama_dir):
+    ours = from_pretrained(llama_dir[0])
+    meta = save_meta(ours, tmp_path / "meta")
+    sd = torch.load(meta / "consolidated.00.pth", weights_only=True)
+    assert sd.keys() == meta_state_dict(from_meta(meta)).keys()
+    assert all(torch.equal(sd[k], v) for k, v in meta_state_dict(from_meta(meta)).items())
+    sd["layers.0.attention.wq.weight"] = torch.zeros(8, 32)
+    torch.save(sd, meta / "consolidated.00.pth")
+    with pytest.raises(ValueError, match=r"wq.weight' has shape \(8, 32\), expected \(32, 32\) "
+                                         r"from .*params.json"):
+        from_meta(meta)
 
 
 def test_legacy_gpt2_names_and_mask_buffers(tmp_path, ref):

@@ -1,4 +1,5 @@
-"""Checkpoints saved by ``transformers`` load into CheckpointLM and give the same numbers.
+"""Checkpoints saved by ``transformers`` load into ``nn.transformer.Transformer`` presets and give
+the same numbers.
 
 Tolerance: float32 logits, max abs error <= 1e-5 (the issue's requirement). The two
 implementations evaluate the same formulas in the same precision; remaining differences are
@@ -44,6 +45,24 @@ def test_llama_rope_types_match(tmp_path, ref, rope):
     assert _max_err(hf_model, ours, ref.tokens(2, 40)) <= TOL
 
 
+def test_llama_loads_as_a_transformer_preset(tmp_path, ref):
+    from transformer_math.nn.transformer import Transformer
+
+    ref.llama(tmp_path, rope=ROPES["yarn"])
+    ours = from_pretrained(tmp_path)
+    c = ours.config
+    assert isinstance(ours, Transformer)
+    assert (c.norm, c.feedforward, c.position, c.max_seq_len, c.eps, c.kv_heads) == (
+        "rmsnorm_hf", "swiglu", "rope", 32, 1e-5, 2)
+    assert (c.attention_bias, c.mlp_bias, c.head_bias, c.tie_embeddings) == (
+        False, False, False, False)
+    assert ours.checkpoint_info.family == "llama" and ours.checkpoint_info.eos_token_id == 2
+    names = set(dict(ours.named_parameters()))
+    assert {"embed_tokens.weight", "layers.1.attn_norm.weight", "layers.1.attn.k_proj.weight",
+            "layers.1.attn.out_proj.weight", "layers.1.ffn.gate.weight", "final_norm.weight",
+            "lm_head.weight"} <= names
+
+
 @pytest.mark.parametrize("overrides", [
     {"num_key_value_heads": 1},  # multi-query
     {"num_key_value_heads": 4, "tie_word_embeddings": True},  # MHA, tied head
@@ -71,7 +90,9 @@ def test_llama_wrong_rope_would_be_caught(tmp_path, ref):
 def test_gpt2_matches(tmp_path, ref):
     hf_model = ref.gpt2(tmp_path)
     ours = from_pretrained(tmp_path)
-    assert ours.config.activation == "gelu_tanh" and ours.config.norm_eps == 1e-5
+    c = ours.config
+    assert (c.feedforward, c.norm, c.eps, c.position, c.max_seq_len) == (
+        "gelu_tanh", "layernorm", 1e-5, "learned", 48)
     assert _max_err(hf_model, ours, ref.tokens(2, 30)) <= TOL
 
 
@@ -79,13 +100,14 @@ def test_gpt2_untied_exact_gelu_matches(tmp_path, ref):
     hf_model = ref.gpt2(tmp_path, tie_word_embeddings=False, activation_function="gelu",
                         n_inner=40)
     ours = from_pretrained(tmp_path)
+    assert ours.config.feedforward == "gelu" and not ours.config.tie_embeddings
     assert _max_err(hf_model, ours, ref.tokens(2, 12)) <= TOL
 
 
 def test_gpt2_positions_past_table_fail(tmp_path, ref):
     ref.gpt2(tmp_path)
     ours = from_pretrained(tmp_path)
-    with pytest.raises(ValueError, match="max_position_embeddings=48"):
+    with pytest.raises(ValueError, match="max_seq_len=48"):
         ours(ref.tokens(1, 49))
 
 
@@ -97,7 +119,8 @@ def test_greedy_generation_equals_hf(tmp_path, ref, family):
     with torch.no_grad():
         expected = hf_model.generate(prompt, attention_mask=torch.ones_like(prompt),
                                      do_sample=False, max_new_tokens=12, pad_token_id=0)
-    got = ours.generate(prompt, 12, eos_token_id=ours.config.eos_token_id, pad_token_id=0)
+    got = ours.generate(prompt, 12, eos_token_id=ours.checkpoint_info.eos_token_id,
+                        pad_token_id=0)
     assert torch.equal(got, expected)
 
 
@@ -124,7 +147,7 @@ def test_left_padded_batch_generation_equals_hf(tmp_path, ref, family):
     with torch.no_grad():
         expected = hf_model.generate(ids, attention_mask=mask, do_sample=False,
                                      max_new_tokens=8, pad_token_id=0)
-    eos = ours.config.eos_token_id
+    eos = ours.checkpoint_info.eos_token_id
     got = ours.generate(ids, 8, attention_mask=mask, eos_token_id=eos, pad_token_id=0)
     assert torch.equal(got, expected)
     # the padded row equals the unpadded sequence

@@ -79,7 +79,7 @@ def test_interventions_change_the_output_and_are_removed_afterwards(model_and_to
 
 def test_unknown_names_and_wrong_shapes_are_refused(model_and_tokens) -> None:  # type: ignore[no-untyped-def]
     model, tokens = model_and_tokens
-    with pytest.raises(ValueError, match="no hook point matches 'layers.9.*'"):
+    with pytest.raises(ValueError, match=r"no hook point matches 'layers\.9\.\*'"):
         run_with_cache(model, tokens, names=["layers.9.*"])
     with (pytest.raises(ValueError, match="returned shape"),
           hooks(model, {"hook_embed": lambda t, hook: t[:, :1]})):

@@ -6,16 +6,16 @@ import pytest
 import torch
 from torch import nn
 
-from transformer_math.checkpoints.model import CheckpointLM, CheckpointLMConfig
-from transformer_math.experiments.rope_extrapolation import PositionLM, RopeExtrapolationConfig
-from transformer_math.nn.attention import MultiHeadAttention
-from transformer_math.nn.blocks import BlockConfig, Decoder, Encoder
-from transformer_math.nn.icl_gpt import (
-    ICLGPT,
-    AttentionOnlyConfig,
-    AttentionOnlyTransformer,
-    ICLGPTConfig,
+from transformer_math.checkpoints.adapters import llama
+from transformer_math.experiments.induction_heads import InductionHeadsConfig
+from transformer_math.experiments.presets import tiny_transformer_config
+from transformer_math.experiments.rope_extrapolation import (
+    RopeExtrapolationConfig,
+    position_lm_config,
 )
+from transformer_math.experiments.task_diversity import TaskDiversityConfig
+from transformer_math.nn.attention import MultiHeadAttention
+from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.init import (
     as_generator,
     no_init_draws,
@@ -23,10 +23,9 @@ from transformer_math.nn.init import (
     reset_parameters,
     seeded,
 )
-from transformer_math.nn.language_model import DecoderOnlyLM, LanguageModelConfig
 from transformer_math.nn.linear_self_attention import LinearSelfAttention
 from transformer_math.nn.sets import DeepSets, SetTransformer
-from transformer_math.nn.tiny_transformer import TinyTransformerConfig, build_tiny_transformer
+from transformer_math.nn.transformer import Transformer
 from transformer_math.robotics.policies.act import ACTConfig, ACTPolicy
 from transformer_math.robotics.policies.bc import BCConfig, BCPolicy
 from transformer_math.robotics.policies.decision_transformer import (
@@ -36,24 +35,27 @@ from transformer_math.robotics.policies.decision_transformer import (
 
 FACTORIES = {
     "mha-gqa": lambda: MultiHeadAttention(32, 4, num_kv_heads=2),
-    "encoder": lambda: Encoder(BlockConfig(dim=16, num_heads=2), 2),
-    "decoder": lambda: Decoder(BlockConfig(dim=16, num_heads=2, norm="post"), 2),
-    "decoder-lm-tied": lambda: DecoderOnlyLM(LanguageModelConfig(vocab_size=11, max_seq_len=8,
-                                                                 dim=16, num_layers=2,
-                                                                 num_heads=2,
-                                                                 tie_embeddings=True)),
-    "icl-gpt": lambda: ICLGPT(ICLGPTConfig(x_dim=3, max_points=5)),
-    "attention-only": lambda: AttentionOnlyTransformer(AttentionOnlyConfig(16, 16, 2, 2)),
+    "encoder": lambda: Transformer(TransformerConfig(hidden_size=16, num_heads=2, causal=False,
+                                                     output_size=0)),
+    "decoder": lambda: Transformer(TransformerConfig(hidden_size=16, num_heads=2,
+                                                     norm_placement="post",
+                                                     cross_attention=True, output_size=0)),
+    "decoder-lm-tied": lambda: Transformer(TransformerConfig(
+        vocab_size=11, max_seq_len=8, hidden_size=16, num_layers=2, num_heads=2,
+        tie_embeddings=True)),
+    "icl-gpt": lambda: Transformer(TaskDiversityConfig(x_dim=3, num_points=5).model_config()),
+    "attention-only": lambda: Transformer(
+        InductionHeadsConfig(vocab_size=16, d_model=16, num_heads=2).model_config(2)),
     "linear-self-attention": lambda: LinearSelfAttention(4, 2),
     "deepsets": lambda: DeepSets(2, 8, 1, pooling="max"),
     "set-transformer": lambda: SetTransformer(2, 8, 1, num_heads=2, num_sab=1),
-    "tiny-transformer": lambda: build_tiny_transformer(
-        TinyTransformerConfig(vocab_size=5, num_outputs=5, embed_dim=16, num_heads=2,
-                              num_layers=1, max_len=8, positions="relative"), 0),
-    "position-lm": lambda: PositionLM(RopeExtrapolationConfig.tiny(), "learned"),
-    "checkpoint-llama": lambda: CheckpointLM(CheckpointLMConfig(
-        family="llama", vocab_size=13, hidden_size=16, intermediate_size=24, num_layers=1,
-        num_heads=2, num_kv_heads=1, max_position_embeddings=32)),
+    "tiny-transformer": lambda: Transformer(tiny_transformer_config(
+        5, 5, hidden_size=16, num_heads=2, num_layers=1, max_seq_len=8, position="relative")),
+    "position-lm": lambda: Transformer(position_lm_config(RopeExtrapolationConfig.tiny(),
+                                                          "learned")),
+    "checkpoint-llama": lambda: Transformer(llama.preset(
+        vocab_size=13, hidden_size=16, intermediate_size=24, num_layers=1, num_heads=2,
+        num_kv_heads=1, max_seq_len=32)),
     "act": lambda: ACTPolicy(ACTConfig(state_dim=2, action_dim=2, chunk_size=3, dim=16)),
     "bc": lambda: BCPolicy(BCConfig(2, 2, 1, 16, 2, "mse")),
     "dt": lambda: DecisionTransformer(DTConfig(state_dim=2, action_dim=2, context_len=4, dim=16,
@@ -92,7 +94,7 @@ def test_reset_parameters_is_recursive_and_redraws_everything():
     changed = [k for k, v in _params(model).items() if not torch.equal(v, first[k])]
     matrices = [k for k, v in first.items() if v.dim() >= 2]
     assert set(matrices) <= set(changed)
-    assert model.lm_head.weight is model.token_embedding.weight  # tying survives
+    assert model.lm_head.weight is model.embed_tokens.weight  # tying survives
 
 
 def test_module_with_parameters_and_no_rule_is_an_error():

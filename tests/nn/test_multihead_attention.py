@@ -1,11 +1,15 @@
-"""MultiHeadAttention against torch.nn.MultiheadAttention, GQA/MQA, KV cache, bad input."""
+"""MultiHeadAttention against torch.nn.MultiheadAttention, GQA/MQA, KV cache, bad input, and its
+attention hook points (weights are read at ``hook_pattern``, never returned)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
+from transformer_math.functional import scaled_dot_product_attention
 from transformer_math.nn.attention import KVCache, MultiHeadAttention, count_parameters
+from transformer_math.nn.hooks import hooks, run_with_cache
+from transformer_math.nn.init import seeded
 
 E, H = 32, 4
 
@@ -28,7 +32,7 @@ def test_equals_torch_multihead_attention_without_masks(backend, bias):
     ours, ref = _pair(bias=bias, backend=backend)
     x = _x()
     expected, _ = ref(x, x, x, need_weights=False)
-    torch.testing.assert_close(ours(x).output, expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(ours(x), expected, atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("backend", ["sdpa", "reference"])
@@ -42,19 +46,20 @@ def test_equals_torch_multihead_attention_with_masks(backend):
         x, x, x, key_padding_mask=pad, attn_mask=causal_forbidden,
         need_weights=True, average_attn_weights=False,
     )
-    res = ours(x, key_padding_mask=pad, is_causal=True, return_weights=True)
-    torch.testing.assert_close(res.output, expected, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(res.weights, w_ref, atol=1e-6, rtol=1e-5)
+    out, cache = run_with_cache(ours, x, names=["hook_pattern"], key_padding_mask=pad,
+                                is_causal=True)
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(cache["hook_pattern"], w_ref, atol=1e-6, rtol=1e-5)
     # our boolean attn_mask uses the SDPA convention (True = allowed): the complement of torch's
     res2 = ours(x, key_padding_mask=pad, attn_mask=~causal_forbidden)
-    torch.testing.assert_close(res2.output, expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(res2, expected, atol=1e-5, rtol=1e-5)
 
 
 def test_cross_attention_equals_torch():
     ours, ref = _pair()
     x, memory = _x(t=4), _x(t=9, seed=3)
     expected, _ = ref(x, memory, memory, need_weights=False)
-    torch.testing.assert_close(ours(x, memory).output, expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(ours(x, memory), expected, atol=1e-5, rtol=1e-5)
 
 
 def test_parameter_count_matches_formula():
@@ -68,14 +73,14 @@ def test_parameter_count_matches_formula():
 @pytest.mark.parametrize("num_kv_heads", [4, 2, 1])
 @pytest.mark.parametrize("backend", ["sdpa", "reference"])
 def test_cached_decoding_equals_full_recomputation(num_kv_heads, backend):
-    torch.manual_seed(0)
-    mha = MultiHeadAttention(E, H, num_kv_heads=num_kv_heads, backend=backend).eval()
+    mha = seeded(lambda: MultiHeadAttention(E, H, num_kv_heads=num_kv_heads, backend=backend),
+                 0).eval()
     x = _x(t=9)
-    full = mha(x, is_causal=True).output
+    full = mha(x, is_causal=True)
     cache = KVCache()
-    prefix = mha(x[:, :4], is_causal=True, kv_cache=cache).output  # prefill 4 tokens
-    steps = [mha(x[:, t : t + 1], is_causal=True, kv_cache=cache).output for t in range(4, 7)]
-    chunk = mha(x[:, 7:9], is_causal=True, kv_cache=cache).output  # two tokens at once
+    prefix = mha(x[:, :4], is_causal=True, kv_cache=cache)  # prefill 4 tokens
+    steps = [mha(x[:, t : t + 1], is_causal=True, kv_cache=cache) for t in range(4, 7)]
+    chunk = mha(x[:, 7:9], is_causal=True, kv_cache=cache)  # two tokens at once
     incremental = torch.cat([prefix, *steps, chunk], dim=1)
     torch.testing.assert_close(incremental, full, atol=1e-5, rtol=1e-5)
     assert cache.seq_len == 9
@@ -84,15 +89,16 @@ def test_cached_decoding_equals_full_recomputation(num_kv_heads, backend):
 def test_multi_query_attention_shares_one_kv_head():
     mha = MultiHeadAttention(E, H, num_kv_heads=1)
     assert mha.k_proj.out_features == E // H and mha.v_proj.out_features == E // H
-    assert mha(_x()).output.shape == (2, 6, E)
+    assert mha(_x()).shape == (2, 6, E)
 
 
 def test_scale_fn_replaces_default_scale():
-    torch.manual_seed(0)
-    mha = MultiHeadAttention(E, H, backend="reference", scale_fn=lambda d, n: 0.0).eval()
-    res = mha(_x(), return_weights=True)
+    mha = seeded(lambda: MultiHeadAttention(E, H, backend="reference",
+                                            scale_fn=lambda d, n: 0.0), 0).eval()
+    _, cache = run_with_cache(mha, _x(), names=["hook_pattern"])
     # scale 0 makes every weight uniform over the keys
-    torch.testing.assert_close(res.weights, torch.full_like(res.weights, 1 / 6))
+    weights = cache["hook_pattern"]
+    torch.testing.assert_close(weights, torch.full_like(weights, 1 / 6))
 
 
 def test_bad_construction_and_input_name_the_argument():
@@ -111,11 +117,83 @@ def test_bad_construction_and_input_name_the_argument():
         mha(torch.randn(2, 6, E, dtype=torch.float64))
 
 
-def test_weights_only_from_reference_when_requested():
-    mha = MultiHeadAttention(E, H).eval()
-    assert mha(_x()).weights is None
-    w = mha(_x(), return_weights=True).weights
-    assert w is not None and w.shape == (2, H, 6, 6)
+def test_forward_returns_the_output_tensor_and_pattern_only_when_listened_to():
+    mha = seeded(lambda: MultiHeadAttention(E, H), 0).eval()
+    out = mha(_x())
+    assert isinstance(out, torch.Tensor) and out.shape == (2, 6, E)
+    assert not mha.hook_pattern.active()  # nothing listens: no weights are materialised
+    again, cache = run_with_cache(mha, _x(), names=["hook_pattern"])
+    assert set(cache) == {"hook_pattern"} and cache["hook_pattern"].shape == (2, H, 6, 6)
+    torch.testing.assert_close(again, out)  # listening does not change the output
+    assert not mha.hook_pattern.active()  # the listener is removed afterwards
+
+
+def _reference_weights(mha: MultiHeadAttention, x: torch.Tensor, **kwargs) -> torch.Tensor:
+    """softmax(Q K^T / sqrt(d_k) + mask) from the module's own projections (reference backend)."""
+    q, k, v = mha.project_qkv(x, x, x)
+    res = scaled_dot_product_attention(q, k, v, return_weights=True, backend="reference",
+                                       **kwargs)
+    assert res.weights is not None
+    return res.weights
+
+
+@pytest.mark.parametrize("backend", ["sdpa", "reference", "tiled"])
+def test_hook_pattern_equals_the_reference_weights(backend):
+    mha = seeded(lambda: MultiHeadAttention(E, H, backend=backend), 0).eval()
+    x = _x(t=7)
+    with torch.no_grad():
+        _, cache = run_with_cache(mha, x, names=["hook_pattern", "hook_scores"], is_causal=True)
+        _, pattern_only = run_with_cache(mha, x, names=["hook_pattern"], is_causal=True)
+        expected = _reference_weights(mha, x, is_causal=True)
+    torch.testing.assert_close(cache["hook_pattern"], expected, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(pattern_only["hook_pattern"], expected, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(cache["hook_scores"].softmax(-1), expected, atol=1e-6, rtol=1e-5)
+    assert torch.isneginf(cache["hook_scores"][..., 0, 1:]).all()  # blocked = -inf
+    # the other direction: weights of another module are not this module's pattern
+    other = seeded(lambda: MultiHeadAttention(E, H, backend=backend), 1).eval()
+    with torch.no_grad():
+        assert not torch.allclose(cache["hook_pattern"], _reference_weights(other, x,
+                                                                            is_causal=True))
+
+
+@pytest.mark.parametrize("listen_to_scores", [False, True])
+def test_a_patched_pattern_changes_the_output_accordingly(listen_to_scores):
+    """Replacing the pattern P at hook_pattern gives W_O concat(P V): uniform weights give the
+    mean of the values, the identity pattern gives the values themselves, and returning None
+    (no replacement) leaves the output as it was."""
+    mha = seeded(lambda: MultiHeadAttention(E, H, backend="reference"), 0).eval()
+    x = _x(t=5)
+    b, t = x.shape[:2]
+    with torch.no_grad():
+        plain = mha(x)
+        _, _, v = mha.project_qkv(x, x, x)  # (B, H, T, d_k)
+
+        def through_w_o(z: torch.Tensor) -> torch.Tensor:
+            return mha.out_proj(z.transpose(1, 2).reshape(b, t, E))
+
+        extra = {"hook_scores": lambda s, hook: None} if listen_to_scores else {}
+        with hooks(mha, {"hook_pattern": lambda p, hook: torch.full_like(p, 1 / t), **extra}):
+            uniform = mha(x)
+        with hooks(mha, {"hook_pattern": lambda p, hook: torch.eye(t).expand_as(p), **extra}):
+            identity = mha(x)
+        with hooks(mha, {"hook_pattern": lambda p, hook: None, **extra}):
+            untouched = mha(x)
+    torch.testing.assert_close(uniform, through_w_o(v.mean(dim=2, keepdim=True).expand_as(v)))
+    torch.testing.assert_close(identity, through_w_o(v))
+    torch.testing.assert_close(untouched, plain)
+    assert not torch.allclose(uniform, plain) and not torch.allclose(identity, plain)
+
+
+def test_hook_scores_needs_an_exact_softmax_backend():
+    linear = seeded(lambda: MultiHeadAttention(E, H, backend="linear"), 0).eval()
+    with pytest.raises(ValueError, match="hook_scores needs a softmax backend"):
+        run_with_cache(linear, _x(), names=["hook_scores"])
+    # the pattern of the kernel backend can still be read, and an exact backend gives scores
+    _, cache = run_with_cache(linear, _x(), names=["hook_pattern"])
+    assert cache["hook_pattern"].shape == (2, H, 6, 6)
+    exact = seeded(lambda: MultiHeadAttention(E, H, backend="sdpa"), 0).eval()
+    _, cache = run_with_cache(exact, _x(), names=["hook_scores"])
+    assert cache["hook_scores"].shape == (2, H, 6, 6)
 
 
 def test_reset_parameters_is_reproducible_from_a_generator():

@@ -26,8 +26,8 @@ from transformer_math.bench.harness import Benchmark, benchmark
 from transformer_math.diagnostics.memory import MemoryMeasurement, measure_attention_memory
 from transformer_math.functional.attention import scaled_dot_product_attention
 from transformer_math.functional.tiled_attention import tiled_attention
-from transformer_math.nn.init import seeded
-from transformer_math.nn.language_model import DecoderOnlyLM, LanguageModelConfig
+from transformer_math.nn.config import TransformerConfig
+from transformer_math.nn.transformer import Transformer, build_transformer
 
 HEADS, HEAD_DIM = 4, 64
 MEMORY_SIZES = (1024, 4096, 16384)
@@ -86,16 +86,18 @@ def tiled_vs_sdpa_4k() -> Benchmark:
 LM_BATCH, LM_SEQ = 8, 256
 
 
-def _train_step(backend: str) -> tuple[DecoderOnlyLM, torch.optim.Optimizer]:
-    config = LanguageModelConfig(
+def _train_step(backend: str) -> tuple[Transformer, torch.optim.Optimizer]:
+    # a GPT-2-like preset: learned positions, pre-LN, GELU, N(0, 0.02^2) token table
+    config = TransformerConfig(
         vocab_size=256,
         max_seq_len=LM_SEQ,
-        dim=128,
+        hidden_size=128,
         num_layers=4,
         num_heads=4,
         attention_backend=backend,
+        embedding_init_std=0.02,
     )
-    model = seeded(lambda: DecoderOnlyLM(config), 0)
+    model = build_transformer(config, 0)
     return model, torch.optim.AdamW(model.parameters(), lr=1e-3)
 
 

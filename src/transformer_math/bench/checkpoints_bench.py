@@ -1,9 +1,10 @@
-"""Latency of the checkpoint backbone (``checkpoints/model.py``) against Hugging Face
-``transformers`` on the same weights: ratio = t_ours / t_HF (below 1: ours is faster).
+"""Latency of a loaded checkpoint (``nn.transformer.Transformer``, generation by
+``nn/generation.py``) against Hugging Face ``transformers`` on the same weights: ratio =
+t_ours / t_HF (below 1: ours is faster).
 
 Both models are the same random Llama (GQA, default RoPE) or GPT-2, built in the factory and
-loaded into ``CheckpointLM`` through a temporary ``save_pretrained`` directory, float32, CPU, in
-inference mode. Sizes are "small" so that one call takes milliseconds:
+loaded with ``checkpoints.io.from_pretrained`` from a temporary ``save_pretrained`` directory,
+float32, CPU, in inference mode. Sizes are "small" so that one call takes milliseconds:
 
 - ``checkpoints.llama-forward`` / ``checkpoints.gpt2-forward``: one forward pass over
   (B, T) = (2, 128) tokens (full logits);
@@ -68,7 +69,7 @@ def _forward(family: str) -> Benchmark:
 
     return Benchmark(
         name=f"checkpoints.{family}-forward",
-        description=f"CheckpointLM vs transformers {family}: forward (B, T) = ({BATCH}, "
+        description=f"Transformer vs transformers {family}: forward (B, T) = ({BATCH}, "
         f"{SEQ_LEN}), d 256, 4 layers, float32",
         baseline=baseline, candidate=candidate, repeats=9, warmup=2,
     )
@@ -91,7 +92,7 @@ def _decode(family: str) -> Benchmark:
 
     return Benchmark(
         name=f"checkpoints.{family}-decode",
-        description=f"CheckpointLM vs transformers {family}: greedy cached decoding of "
+        description=f"Transformer vs transformers {family}: greedy cached decoding of "
         f"{NEW_TOKENS} tokens after {PROMPT_LEN} (per-token = time / {NEW_TOKENS})",
         baseline=baseline, candidate=candidate, repeats=7, warmup=1,
     )

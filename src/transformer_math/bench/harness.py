@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from transformer_math.diagnostics.fits import fit_power_law
 from transformer_math.registry import Registry
 
 Timer = Callable[[], float]
@@ -234,40 +235,6 @@ def paired_ratio(baseline_times: Sequence[float], candidate_times: Sequence[floa
     return statistics.median(ratios)
 
 
-class PowerLawFit(NamedTuple):
-    """``log t = slope * log n + intercept`` and the fit's coefficient of determination."""
-
-    slope: float
-    intercept: float
-    r_squared: float
-
-
-def fit_power_law(sizes: Sequence[float], times: Sequence[float]) -> PowerLawFit:
-    """Least-squares line through (log n, log t): the exponent of ``t ~ c n^a`` is the slope.
-
-    Natural logarithms; ``exp(intercept)`` is c. Needs two or more distinct positive sizes and
-    positive times.
-    """
-    if len(sizes) != len(times):
-        raise ValueError(
-            f"sizes and times must have equal length, got {len(sizes)} and {len(times)}"
-        )
-    _check_sizes(sizes)
-    if any(not (t > 0 and math.isfinite(t)) for t in times):
-        raise ValueError(f"times must be positive and finite, got {list(times)}")
-    xs = [math.log(n) for n in sizes]
-    ys = [math.log(t) for t in times]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
-    slope = sxy / sxx
-    intercept = my - slope * mx
-    ss_tot = sum((y - my) ** 2 for y in ys)
-    ss_res = sum((y - (slope * x + intercept)) ** 2 for x, y in zip(xs, ys, strict=True))
-    r_squared = 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0
-    return PowerLawFit(slope, intercept, r_squared)
-
-
 class ExponentFit(NamedTuple):
     """Result of :func:`fit_time_exponent`: ``slope, times = fit_time_exponent(...)[:2]``."""
 
@@ -318,7 +285,8 @@ def fit_time_exponent(
     summarise = STATISTICS[statistic]
     times = [summarise(s) for s in samples]
     fit = fit_power_law([float(n) for n in sizes], times)
-    return ExponentFit(fit.slope, times, [int(n) for n in sizes], fit.intercept, fit.r_squared)
+    return ExponentFit(fit.exponent, times, [int(n) for n in sizes], math.log(fit.prefactor),
+                       fit.r2)
 
 
 def measure_exponent(

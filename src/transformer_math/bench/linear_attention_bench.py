@@ -178,10 +178,10 @@ def measure_memory(
 
 
 def memory_exponent(sizes: Sequence[int], peak_bytes: Sequence[int]) -> float:
-    """Slope of log(bytes) on log(n) (``harness.fit_power_law``); NaN if a figure is 0."""
+    """Slope of log(bytes) on log(n) (``diagnostics.fits.fit_power_law``); NaN if a figure is 0."""
     if any(b <= 0 for b in peak_bytes):
         return math.nan
-    return fit_power_law([float(n) for n in sizes], [float(b) for b in peak_bytes]).slope
+    return fit_power_law([float(n) for n in sizes], [float(b) for b in peak_bytes]).exponent
 
 
 def _mib(values: Iterable[float]) -> str:

@@ -1,1 +1,2 @@
-"""Load and save Llama- and GPT-2-format (Hugging Face layout) checkpoints; see ``io.py``."""
+"""Load and save Llama-, GPT-2- and Meta-format checkpoints as ``nn.transformer.Transformer``
+(``io.py``: files; ``adapters/``: one name table per family; ``info.py``: token ids)."""

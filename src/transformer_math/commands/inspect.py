@@ -1,10 +1,11 @@
 """``tmath inspect PATH``: what a Llama- or GPT-2-format checkpoint directory contains.
 
-Prints, without loading the weights (safetensors headers only):
+Prints, without loading the weights (safetensors headers only; the stored names and shapes are
+validated against the family's name table on a meta-device model):
 - the architecture from ``config.json`` (family, layers, width, heads / KV heads, head dim, FFN
   width, vocabulary, positions, RoPE type and theta, norm eps, tied head);
-- the parameter count by part (embedding, positions, attention, feed-forward, norms, head),
-  counted from the stored tensor shapes;
+- the parameter count by part (embedding, positions, attention, feed-forward, norms, head):
+  ``Transformer.parameter_breakdown()`` of the checked architecture;
 - for RoPE models, the wavelength 2 pi / theta_i of every rotary pair against the context length
   L: pairs with wavelength > L never complete a rotation within the context, so those
   low-frequency pairs are the ones that see unseen phases past L (FACTS.md, "RoPE and context
@@ -26,36 +27,47 @@ import math
 from pathlib import Path
 from typing import Annotated, Any
 
+import torch
 import typer
 
-from transformer_math.checkpoints.io import (
-    config_from_hf,
-    parameter_breakdown_from_shapes,
-    read_config,
-    read_tensor_shapes,
-    rope_wavelengths,
-)
+from transformer_math.checkpoints.io import parameter_breakdown, read_config
+from transformer_math.functional.rope_scaling import compute_rope_frequencies
+from transformer_math.nn.config import TransformerConfig
 from transformer_math.theory.scaling_laws import compute_optimal
+
+
+def rope_wavelengths(config: TransformerConfig) -> torch.Tensor | None:
+    """Wavelengths 2 pi / theta_i (float64, in positions) of the RoPE pairs; None without RoPE.
+
+    Length-dependent scaling types are evaluated at ``max_seq_len``.
+    """
+    if config.position != "rope":
+        return None
+    scaling = dict(config.rope_scaling or {"rope_type": "default"})
+    rope_type = scaling.pop("rope_type")
+    rotary_dim = int(config.dim_per_head * config.partial_rotary_factor)
+    inv, _ = compute_rope_frequencies(rope_type, rotary_dim, config.rope_theta, scaling,
+                                      config.max_seq_len)
+    return 2 * math.pi / inv.to(torch.float64)
 
 
 def inspect_checkpoint(path: str | Path) -> dict[str, Any]:
     """The report of ``tmath inspect`` as a JSON-ready dict (raises on a bad checkpoint)."""
     raw = read_config(path)
-    c = config_from_hf(raw, str(Path(path) / "config.json"))
-    params = parameter_breakdown_from_shapes(read_tensor_shapes(path))
+    c, info, params = parameter_breakdown(path)
     arch: dict[str, Any] = {
-        "family": c.family, "architectures": raw.get("architectures"),
+        "family": info.family, "architectures": raw.get("architectures"),
         "num_layers": c.num_layers, "hidden_size": c.hidden_size, "num_heads": c.num_heads,
         "num_kv_heads": c.kv_heads, "head_dim": c.dim_per_head,
-        "intermediate_size": c.intermediate_size, "vocab_size": c.vocab_size,
-        "max_position_embeddings": c.max_position_embeddings, "norm_eps": c.norm_eps,
-        "activation": c.activation, "tie_word_embeddings": c.tie_word_embeddings,
-        "dtype": raw.get("dtype", raw.get("torch_dtype")),
+        "intermediate_size": c.ffn_size, "vocab_size": c.vocab_size,
+        "max_position_embeddings": c.max_seq_len, "norm": c.norm, "norm_eps": c.eps,
+        "feedforward": c.feedforward, "position": c.position,
+        "tie_word_embeddings": c.tie_embeddings, "dtype": info.dtype,
     }
     report: dict[str, Any] = {"path": str(path), "architecture": arch, "parameters": params}
     waves = rope_wavelengths(c)
     if waves is not None:
-        context = c.max_position_embeddings
+        context = c.max_seq_len
         scaling = c.rope_scaling or {}
         train = int(scaling.get("original_max_position_embeddings", context))
         arch.update(rope_theta=c.rope_theta, rope_type=scaling.get("rope_type", "default"),
@@ -96,7 +108,8 @@ def _text(report: dict[str, Any]) -> str:
              f"  layers {a['num_layers']}, width {a['hidden_size']}, heads {a['num_heads']} "
              f"(kv {a['num_kv_heads']}, head dim {a['head_dim']}), ffn {a['intermediate_size']}, "
              f"vocab {a['vocab_size']}, positions {a['max_position_embeddings']}, "
-             f"{a['activation']}, eps {a['norm_eps']}, tied head {a['tie_word_embeddings']}"]
+             f"{a['norm']} eps {a['norm_eps']}, {a['feedforward']}, "
+             f"tied head {a['tie_word_embeddings']}"]
     if "rope" in report:
         lines.append(f"  rope {a['rope_type']} theta {a['rope_theta']:g} {a['rope_scaling'] or ''}")
     lines.append("  parameters:")

@@ -6,6 +6,11 @@ fraction of positions in [L_train, L_test) whose phase was never swept at positi
 before and after scaling, plus the attention factor. The pairs with unseen phases are the ones
 whose wavelength exceeds L_train (low frequencies; FACTS.md, 000 §8.3.3 理论 C corrected).
 
+The scaling types and their parameters are read from ``ROPE_SCALING_FUNCTIONS`` (names, required
+and optional parameters, defaults, length dependence, descriptions): registering a type with
+``functional.rope_scaling.register_rope_scaling`` makes it a valid ``--type``, listed in
+``tmath rope --help``; parameters without an option of their own go in ``--param NAME=VALUE``.
+
 Examples:
     tmath rope --head-dim 128 --train-len 4096 --seq-len 32768 --type yarn --factor 8
     tmath rope --head-dim 128 --base 500000 --type llama3 --factor 8 --original-max 8192 --json
@@ -19,8 +24,21 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
-RopeTypeHelp = "default | linear | ntk | dynamic | yarn | llama3 | longrope"
+PARAMETER_OPTIONS = {
+    "factor": "--factor",
+    "original_max_position_embeddings": "--original-max",
+    "beta_fast": "--beta-fast",
+    "beta_slow": "--beta-slow",
+    "attention_factor": "--attention-factor",
+    "low_freq_factor": "--low-freq-factor",
+    "high_freq_factor": "--high-freq-factor",
+    "short_factor": "--short-factor",
+    "long_factor": "--long-factor",
+}
+"""RoPE scaling parameters that have an option of their own; any other parameter of a
+registered type is given as ``--param NAME=VALUE``."""
 
 
 def _float_list(text: str | None, name: str) -> list[float] | None:
@@ -30,6 +48,91 @@ def _float_list(text: str | None, name: str) -> list[float] | None:
         return [float(v) for v in text.replace(" ", "").split(",") if v]
     except ValueError as exc:
         raise typer.BadParameter(f"{name} must be comma-separated numbers, got {text!r}") from exc
+
+
+def _param_value(text: str) -> Any:
+    """``true``/``false`` -> bool, ``a,b,...`` -> list of floats, else a float."""
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if "," in text:
+        return _float_list(text, "--param")
+    try:
+        return float(text)
+    except ValueError as exc:
+        raise typer.BadParameter(f"--param values must be numbers, lists or true/false, "
+                                 f"got {text!r}") from exc
+
+
+def parse_params(pairs: list[str]) -> dict[str, Any]:
+    """``["beta_fast=16", "truncate=false"]`` -> ``{"beta_fast": 16.0, "truncate": False}``."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"--param must be NAME=VALUE, got {pair!r}")
+        out[key.strip()] = _param_value(value)
+    return out
+
+
+def rope_parameters(rope_type: str, given: dict[str, Any], *, original_max: int,
+                    seq_len: int, fallbacks: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The parameters passed to ``rope_type``: what the user gave, then, for every parameter the
+    type's registration lists (``ROPE_SCALING_FUNCTIONS.metadata``) and the user left out, the
+    command's geometry (``original_max_position_embeddings`` = L0, ``factor`` = L_test / L0,
+    the extension asked about), else the registered default, else ``fallbacks`` (option values
+    such as Llama 3.1's band factors). Parameters the type does not accept are kept, so that
+    ``compute_rope_frequencies`` names them in its error. An unknown type raises ValueError
+    naming the registered ones."""
+    from transformer_math.functional.rope_scaling import ROPE_SCALING_FUNCTIONS
+
+    meta = ROPE_SCALING_FUNCTIONS.metadata(rope_type)
+    geometry = {"original_max_position_embeddings": original_max,
+                "factor": max(1.0, seq_len / original_max)}
+    params = dict(given)
+    for key in (*meta["required"], *meta["optional"]):
+        if key in params:
+            continue
+        if key in geometry:
+            params[key] = geometry[key]
+        elif key in meta["defaults"]:
+            params[key] = meta["defaults"][key]
+        elif fallbacks and fallbacks.get(key) is not None:
+            params[key] = fallbacks[key]
+    return params
+
+
+def rope_types_help() -> str:
+    """One paragraph per registered RoPE type: description, parameters, defaults (read from
+    ``ROPE_SCALING_FUNCTIONS`` when the help is shown, so a new registration appears here)."""
+    from transformer_math.functional.rope_scaling import ROPE_SCALING_FUNCTIONS
+
+    paragraphs = ["RoPE types (--type), from functional.rope_scaling.ROPE_SCALING_FUNCTIONS:"]
+    for name in ROPE_SCALING_FUNCTIONS.names():
+        meta = ROPE_SCALING_FUNCTIONS.metadata(name)
+        optional = [f"{k}={meta['defaults'][k]}" if k in meta["defaults"] else k
+                    for k in meta["optional"]]
+        text = f"{name}: {meta['description'] or '(no description)'}"
+        if meta["required"]:
+            text += f"; required {', '.join(meta['required'])}"
+        if optional:
+            text += f"; optional {', '.join(optional)}"
+        if meta["length_dependent"]:
+            text += "; depends on the sequence length (evaluated at L_test)"
+        paragraphs.append(text)
+    return "\n\n".join(paragraphs)
+
+
+class _RopeCommand(TyperCommand):
+    """The ``rope`` command, whose epilog lists the RoPE types registered when help is shown."""
+
+    @property  # type: ignore[override]
+    def epilog(self) -> str:
+        return rope_types_help()
+
+    @epilog.setter
+    def epilog(self, value: str | None) -> None:  # click sets it in __init__; ignored
+        pass
 
 
 def rope_report(
@@ -44,7 +147,10 @@ def rope_report(
 ) -> dict[str, Any]:
     """Everything the command prints, as JSON-ready data (raises ValueError on bad input)."""
     from transformer_math.functional.rope import unseen_phase_fraction
-    from transformer_math.functional.rope_scaling import compute_rope_frequencies
+    from transformer_math.functional.rope_scaling import (
+        ROPE_SCALING_FUNCTIONS,
+        compute_rope_frequencies,
+    )
 
     if head_dim < 2:
         raise ValueError(f"--head-dim must be >= 2, got {head_dim}")
@@ -66,8 +172,11 @@ def rope_report(
         for i in range(rotary_dim // 2)
     ]
     critical = next((i for i, w in enumerate(wl0) if w > train_len), None)
+    meta = ROPE_SCALING_FUNCTIONS.metadata(rope_type)
     return {
         "rope_type": rope_type,
+        "description": meta["description"],
+        "length_dependent": bool(meta["length_dependent"]),
         "head_dim": head_dim,
         "rotary_dim": rotary_dim,
         "base": base,
@@ -145,28 +254,34 @@ def _print_table(report: dict[str, Any]) -> None:
 def register(app: typer.Typer) -> None:
     """Add the ``rope`` command to ``app``."""
 
-    @app.command("rope")
+    @app.command("rope", cls=_RopeCommand)
     def rope(
         head_dim: Annotated[int, typer.Option(help="per-head width d_k")] = 128,
         base: Annotated[float, typer.Option(help="rope_theta b")] = 10000.0,
-        rope_type: Annotated[str, typer.Option("--type", help=RopeTypeHelp)] = "default",
-        factor: Annotated[float | None, typer.Option(help="scaling factor s")] = None,
+        rope_type: Annotated[str, typer.Option(
+            "--type", help="a registered RoPE scaling type (listed below)")] = "default",
+        factor: Annotated[float | None, typer.Option(
+            help="scaling factor s (default L_test / L0 for the types that take one)")] = None,
         original_max: Annotated[int | None, typer.Option(
             "--original-max", help="original_max_position_embeddings L0 (default L_train)")] = None,
         train_len: Annotated[int | None, typer.Option(
             help="L_train (default --original-max, else 4096)")] = None,
         seq_len: Annotated[int | None, typer.Option(
             help="L_test (default L_train * factor, else 2 L_train)")] = None,
-        beta_fast: Annotated[float | None, typer.Option(help="yarn beta_fast (32)")] = None,
-        beta_slow: Annotated[float | None, typer.Option(help="yarn beta_slow (1)")] = None,
+        beta_fast: Annotated[float | None, typer.Option(help="beta_fast (yarn)")] = None,
+        beta_slow: Annotated[float | None, typer.Option(help="beta_slow (yarn)")] = None,
         attention_factor: Annotated[float | None, typer.Option(
-            help="yarn/longrope attention factor override")] = None,
-        low_freq_factor: Annotated[float | None, typer.Option(help="llama3 (1)")] = None,
-        high_freq_factor: Annotated[float | None, typer.Option(help="llama3 (4)")] = None,
+            help="attention factor override (yarn, longrope)")] = None,
+        low_freq_factor: Annotated[float, typer.Option(
+            help="low_freq_factor, for the types that take it (Llama 3.1: 1)")] = 1.0,
+        high_freq_factor: Annotated[float, typer.Option(
+            help="high_freq_factor, for the types that take it (Llama 3.1: 4)")] = 4.0,
         short_factor: Annotated[str | None, typer.Option(
-            help="longrope: comma-separated per-pair factors")] = None,
+            help="short_factor: comma-separated per-pair factors (longrope)")] = None,
         long_factor: Annotated[str | None, typer.Option(
-            help="longrope: comma-separated per-pair factors")] = None,
+            help="long_factor: comma-separated per-pair factors (longrope)")] = None,
+        param: Annotated[list[str] | None, typer.Option(
+            help="any other parameter of the type, NAME=VALUE (repeatable)")] = None,
         partial_rotary_factor: Annotated[float, typer.Option(
             help="fraction of head_dim rotated")] = 1.0,
         figure: Annotated[Path | None, typer.Option(help="write a PNG figure here")] = None,
@@ -176,26 +291,20 @@ def register(app: typer.Typer) -> None:
         L_train = train_len if train_len is not None else (original_max or 4096)
         L0 = original_max if original_max is not None else L_train
         L_test = seq_len if seq_len is not None else int(L_train * (factor or 2.0))
-        params: dict[str, Any] = {}
-        if rope_type != "default" and factor is not None:
-            params["factor"] = factor
-        if rope_type in ("dynamic", "yarn", "llama3", "longrope"):
-            params["original_max_position_embeddings"] = L0
-        if rope_type == "dynamic" and "factor" not in params:
-            params["factor"] = 1.0
-        if rope_type == "llama3":
-            params["low_freq_factor"] = 1.0 if low_freq_factor is None else low_freq_factor
-            params["high_freq_factor"] = 4.0 if high_freq_factor is None else high_freq_factor
-        optional = {"beta_fast": beta_fast, "beta_slow": beta_slow,
-                    "attention_factor": attention_factor,
-                    "short_factor": _float_list(short_factor, "--short-factor"),
-                    "long_factor": _float_list(long_factor, "--long-factor")}
-        for key, value in optional.items():
-            if value is not None:
-                params[key] = value
-        if rope_type == "longrope" and factor is None:
-            params["factor"] = L_test / L0 if L_test > L0 else 1.0
+        given: dict[str, Any] = {
+            "factor": factor, "beta_fast": beta_fast, "beta_slow": beta_slow,
+            "attention_factor": attention_factor,
+            "short_factor": _float_list(short_factor, "--short-factor"),
+            "long_factor": _float_list(long_factor, "--long-factor"),
+            **({} if original_max is None else {"original_max_position_embeddings": L0}),
+        }
+        given = {k: v for k, v in given.items() if v is not None}
+        given.update(parse_params(param or []))
         try:
+            params = rope_parameters(
+                rope_type, given, original_max=L0, seq_len=L_test,
+                fallbacks={"low_freq_factor": low_freq_factor,
+                           "high_freq_factor": high_freq_factor})
             report = rope_report(head_dim=head_dim, base=base, rope_type=rope_type,
                                  params=params, train_len=L_train, seq_len=L_test,
                                  partial_rotary_factor=partial_rotary_factor)

@@ -18,10 +18,16 @@ spectrum of a different matrix. It also reports kappa = lambda_1 / sum(lambda), 
 quantity of the paper. ``spectrum.qk-localization`` demonstrates both; nothing here calls
 eigvalsh on a non-symmetric matrix.
 
+W_QK is a property of the weights, so it is read from the public ``q_proj``/``k_proj``
+parameters; nothing calls the module's internals. The activations it acts on (q and k after RoPE)
+and the resulting logits and weights are at the module's hook points ``hook_q``/``hook_k``/
+``hook_scores``/``hook_pattern`` (``nn.hooks.run_with_cache``); without positions and biases
+``hook_scores`` is x_i^T W_QK x_j / sqrt(d_k) (tests/diagnostics/test_qk_spectrum.py).
+
 Monitoring: :class:`QKSpectrumMonitor` finds every attention module with ``q_proj``/``k_proj``
-(``nn.attention.MultiHeadAttention``) in any model and records the spectra of each head, on demand
-(``measure()``) or every ``every`` forward calls through forward hooks (``attach()``), without
-touching the model's code.
+(``nn.attention.MultiHeadAttention``, e.g. ``layers.{i}.attn`` of ``nn.transformer.Transformer``)
+in any model and records the spectra of each head, on demand (``measure()``) or every ``every``
+forward calls through forward hooks (``attach()``), without touching the model's code.
 """
 
 from __future__ import annotations
@@ -32,16 +38,6 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
-
-
-def qk_matrix(w_q: Tensor, w_k: Tensor) -> Tensor:
-    """W_QK = W_Q W_K^T for projections in the seed's convention (d, d_k) -> (d, d)."""
-    if w_q.dim() != 2 or w_k.dim() != 2 or w_q.shape[1] != w_k.shape[1]:
-        raise ValueError(
-            f"w_q and w_k must have shapes (d_q, d_k) and (d_kv, d_k), got {tuple(w_q.shape)} "
-            f"and {tuple(w_k.shape)}"
-        )
-    return w_q @ w_k.T
 
 
 def head_qk_matrices(module: nn.Module) -> Tensor:

@@ -95,7 +95,7 @@ class BoundedAttentionLayer:
         x = self.embed(symbols)  # (B, N, d), N = n + 1 keys
         query = x[:, :1]
         if attention_normalisation == "softmax":
-            return self.attn(query, x).output[:, 0]
+            return self.attn(query, x)[:, 0]
         q, k, v = self.attn.project_qkv(query, x, x)  # (B, 1, 1|N, d)
         weights = attention_logits(q, k, 1.0 / math.sqrt(self.attn.head_dim)).exp()
         merged = (weights @ v)[:, 0]  # (B, 1, d): unnormalised sum

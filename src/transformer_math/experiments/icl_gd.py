@@ -17,9 +17,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
+from torch import Tensor
 
 from transformer_math.data.regression import sample_regression
 from transformer_math.nn.init import seeded
@@ -92,7 +92,9 @@ class ICLGDResult:
         return self.cosine[-1]
 
 
-def _sample(cfg: ICLGDConfig, batch: int, g: torch.Generator):
+def _sample(cfg: ICLGDConfig, batch: int, g: torch.Generator
+            ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """(x (B, N, d), y (B, N), x_q (B, d), y_q (B,)) with x ~ U(-x_range, x_range)^d."""
     data = sample_regression(
         batch,
         cfg.num_context + 1,
@@ -104,7 +106,9 @@ def _sample(cfg: ICLGDConfig, batch: int, g: torch.Generator):
     return data.split_query()
 
 
-def _evaluate(model: LinearSelfAttention, x, y, xq, yq, eta_gd: float, n: int):
+def _evaluate(model: LinearSelfAttention, x: Tensor, y: Tensor, xq: Tensor, yq: Tensor,
+              eta_gd: float, n: int) -> tuple[float, float, float, float]:
+    """(loss, cosine of d y_hat / d x_q vs GD, L2 of their difference, prediction RMS vs GD)."""
     xq = xq.clone().requires_grad_(True)
     pred = model.predict(regression_tokens(x, y, xq))
     (grad_model,) = torch.autograd.grad(pred.sum(), xq)
@@ -121,7 +125,8 @@ def _evaluate(model: LinearSelfAttention, x, y, xq, yq, eta_gd: float, n: int):
 
 
 def _train(config: ICLGDConfig, g: torch.Generator, evaluation: tuple, eta_gd: float,
-           progress: Callable[[float], None] | None, restart: int) -> tuple[Any, dict[str, list]]:
+           progress: Callable[[float], None] | None, restart: int
+           ) -> tuple[LinearSelfAttention, dict[str, list]]:
     """One initialisation trained with Adam; curves recorded on the evaluation batch."""
     n = config.num_context
     model = seeded(lambda: LinearSelfAttention(config.dim + 1, 1, init_std=config.init_std), g)

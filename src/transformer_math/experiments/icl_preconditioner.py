@@ -99,7 +99,7 @@ def _train(
     g: torch.Generator,
     progress: Callable[[float], None] | None,
     restart: int,
-):
+) -> tuple[LinearSelfAttention, list[float]]:
     n = config.num_context
     model = seeded(lambda: LinearSelfAttention(config.dim + 1, 1, init_std=config.init_std), g)
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)

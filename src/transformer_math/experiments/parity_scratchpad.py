@@ -9,8 +9,9 @@ relative position bias can apply at any length.
 
 Arms (data/parity.py layouts): ``none`` (answer right after the bits), ``running_parity`` and
 ``copy`` (a control scratchpad with the same number of tokens that copies the bits and so carries
-no computation). Every arm: the same causal model size (``experiments.presets``) and training budget, lengths
-drawn uniformly from 1..train_max_len, only relative positions (nothing absolute to extrapolate).
+no computation). Every arm: the same causal model (``experiments.presets`` on the one Transformer),
+size and training budget, lengths drawn uniformly from 1..train_max_len, only relative positions
+(nothing absolute to extrapolate).
 * ``none`` gets unrestricted attention (``relative``: a learned bias clipped at ``window``): the
   answer needs every bit, so this is the most favourable architecture for the direct arm.
 * the scratchpad arms use sliding-window attention (``local_relative``: keys within ``window``

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
@@ -146,11 +146,6 @@ class SchemeCurve:
     def mean_loss(self, start: int, stop: int) -> float:
         """Mean of the bin losses whose start lies in [start, stop)."""
         vals = [v for b, v in zip(self.bin_starts, self.loss, strict=True)
-                if start <= b < stop and math.isfinite(v)]
-        return sum(vals) / len(vals) if vals else float("nan")
-
-    def mean_accuracy(self, start: int, stop: int) -> float:
-        vals = [v for b, v in zip(self.bin_starts, self.accuracy, strict=True)
                 if start <= b < stop and math.isfinite(v)]
         return sum(vals) / len(vals) if vals else float("nan")
 
@@ -396,8 +391,3 @@ def run(config: RopeExtrapolationConfig,
     ]
     return RopeExtrapolationResult(config, curves, train_loss, seconds,
                                    math.log(config.vocab_size), notes)
-
-
-def with_steps(config: RopeExtrapolationConfig, steps: int) -> RopeExtrapolationConfig:
-    """The same configuration with every model trained for ``steps`` steps."""
-    return replace(config, steps=steps, alibi_steps=steps, learned_steps=steps)

@@ -24,7 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-
 from torch import Tensor
 
 from transformer_math.data.regression import (
@@ -34,7 +33,7 @@ from transformer_math.data.regression import (
 )
 from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.transformer import Transformer, build_transformer
-from transformer_math.theory.icl_baselines import dmmse_posterior, prefix_predictions, ridge_predict
+from transformer_math.theory.icl_baselines import dmmse_predict, prefix_predictions, ridge_predict
 
 
 @dataclass(frozen=True)
@@ -135,16 +134,6 @@ def regression_predictions(model: Transformer, x: Tensor, y: Tensor) -> Tensor:
     return out[:, 0::2, 0]  # (B, K)
 
 
-def _predict_dmmse_prefix(x: torch.Tensor, y: torch.Tensor, pool: torch.Tensor, noise_var: float):
-    """dMMSE prediction of y_i from the first i - 1 pairs, for all i: (B, K)."""
-    out = []
-    task_predictions = x @ pool.T  # (B, K, M)
-    for i in range(x.shape[1]):
-        post = dmmse_posterior(x[:, :i], y[:, :i], pool, noise_var)  # (B, M)
-        out.append((post * task_predictions[:, i]).sum(-1))
-    return torch.stack(out, dim=1)
-
-
 def _lr_factor(step: int, total: int, warmup_fraction: float) -> float:
     warmup = max(1, int(total * warmup_fraction))
     if step < warmup:
@@ -152,7 +141,10 @@ def _lr_factor(step: int, total: int, warmup_fraction: float) -> float:
     return 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
 
 
-def _train_one(config: TaskDiversityConfig, m: int, seed: int, x_eval, y_eval):
+def _train_one(config: TaskDiversityConfig, m: int, seed: int, x_eval: Tensor, y_eval: Tensor
+               ) -> tuple[Tensor, Tensor, Tensor]:
+    """Train on prompts from a pool of ``m`` tasks; (pool, trained and untrained predictions on
+    the evaluation prompts)."""
     g = torch.Generator().manual_seed(seed * 1_000_003 + m)
     pool = make_task_pool(m, config.x_dim, generator=g)
     model = build_transformer(config.model_config(), g)
@@ -218,7 +210,8 @@ def run(
         ridge_mse_all.append(float(((ridge - y) ** 2).mean()))
         for m_index, m in enumerate(ms):
             pool, trained, untrained = _train_one(config, m, seed, x, y)
-            dmmse = _predict_dmmse_prefix(x, y, pool, config.noise_var)
+            dmmse = prefix_predictions(
+                lambda a, b, c, p=pool: dmmse_predict(a, b, c, p, config.noise_var), x, y)
             acc["dd"][s_index][m_index] = float(((trained - dmmse) ** 2).mean())
             acc["dr"][s_index][m_index] = float(((trained - ridge) ** 2).mean())
             acc["mse"][s_index][m_index] = float(((trained - y) ** 2).mean())

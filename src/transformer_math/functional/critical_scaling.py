@@ -47,11 +47,6 @@ def _check_length(name: str, n: int) -> int:
     return n
 
 
-def critical_logit_scale(seq_len: int, gamma: float) -> float:
-    """beta_n = gamma * log(n): the multiplier of the logits <y_i, y_j> at context length n."""
-    return _check_gamma(gamma) * math.log(_check_length("seq_len", seq_len))
-
-
 def critical_gamma(rho: float) -> float:
     """gamma_c = 1 / (1 - rho) for tokens with pairwise cosine rho in [-1, 1)."""
     if not (math.isfinite(rho) and -1.0 <= rho < 1.0):

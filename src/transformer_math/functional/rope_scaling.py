@@ -48,8 +48,9 @@ RopeScalingFn = Callable[[int, float, Mapping[str, Any], "int | None"], tuple[Te
 ROPE_SCALING_FUNCTIONS: Registry[RopeScalingFn] = Registry("rope type")
 """RoPE scaling types by name. Metadata (read by the checkpoint reader, ``tmath rope`` and the
 tests): ``required`` and ``optional`` parameter names, ``defaults`` of the optional ones that
-have one, ``length_dependent`` (frequencies change with the sequence length), ``in_transformers`` (Hugging
-Face ``rope_type`` of the same name and parameters, so a checkpoint may use it), ``description``."""
+have one, ``length_dependent`` (frequencies change with the sequence length),
+``in_transformers`` (Hugging Face has a ``rope_type`` of the same name and parameters, so a
+checkpoint may use it), ``description``."""
 
 
 def register_rope_scaling(

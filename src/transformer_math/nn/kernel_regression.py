@@ -156,14 +156,6 @@ class SoftmaxAttentionKernel:
         return torch.exp(self.scale * torch.matmul(q, k.transpose(-2, -1)))
 
 
-KERNELS: dict[str, type] = {
-    "gaussian": GaussianKernel,
-    "epanechnikov": EpanechnikovKernel,
-    "linear": LinearKernel,
-    "softmax-attention": SoftmaxAttentionKernel,
-}
-
-
 def nadaraya_watson_weights(x_query: Tensor, x_data: Tensor, kernel: Kernel) -> Tensor:
     """Normalised weights kappa(x_i, x_j) / sum_j' kappa(x_i, x_j'), shape (..., T, S).
 
@@ -224,8 +216,3 @@ class NadarayaWatson(nn.Module):
             raise ValueError("NadarayaWatson must be fitted (call fit(x, y)) before predicting")
         out = nadaraya_watson(x_query, self.x_data, self.y_data, self.kernel)
         return out.squeeze(-1) if self._vector_target else out
-
-    def weights(self, x_query: Tensor) -> Tensor:
-        if self.x_data is None:
-            raise ValueError("NadarayaWatson must be fitted before asking for weights")
-        return nadaraya_watson_weights(x_query, self.x_data, self.kernel)

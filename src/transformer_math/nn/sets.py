@@ -129,7 +129,7 @@ class MultiheadAttentionBlock(nn.Module):
         )
 
     def forward(self, x: Tensor, y: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
-        h = self.norm1(x + self.attention(x, y, y, key_padding_mask=key_padding_mask).output)
+        h = self.norm1(x + self.attention(x, y, y, key_padding_mask=key_padding_mask))
         return self.norm2(h + self.ff(h))
 
 

@@ -63,7 +63,8 @@ class TransformerBlock(nn.Module):
         self.ffn_norm = build_norm(config.norm, d, eps=eps) if "ffn" in parts else None
         self.ffn = (build_feedforward(config.feedforward, d, config.ffn_size,
                                       bias=config.mlp_bias) if "ffn" in parts else None)
-        self.dropout = nn.Dropout(config.dropout)
+        # no module at p = 0: a Dropout call per sublayer and token is measurable in decoding
+        self.dropout = nn.Dropout(config.dropout) if config.dropout > 0 else None
         self.hook_resid_pre = HookPoint()  # (B, T, d)
         self.hook_attn_out = HookPoint()  # (B, T, d)
         self.hook_resid_mid = HookPoint()  # (B, T, d)
@@ -75,9 +76,10 @@ class TransformerBlock(nn.Module):
     def _sublayer(self, h: Tensor, norm: nn.Module, branch: Callable[[Tensor], Tensor],
                   hook: HookPoint) -> Tensor:
         """pre: h + drop(f(N h)); post: N(h + drop(f h)); ``hook`` sees f's output."""
-        if self.pre:
-            return h + self.dropout(hook(branch(norm(h))))
-        return norm(h + self.dropout(hook(branch(h))))
+        out = hook(branch(norm(h) if self.pre else h))
+        if self.dropout is not None:
+            out = self.dropout(out)
+        return h + out if self.pre else norm(h + out)
 
     def forward(
         self,

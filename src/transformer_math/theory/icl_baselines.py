@@ -14,6 +14,11 @@ accepts an empty context (n = 0), where it returns the prior prediction.
   Computed in batch chunks so that B x n x M never sits in memory at once.
 - k-NN: mean label of the k nearest context inputs (Garg et al. 2022 use k = 3).
 - Averaging: y_hat = x_q^T (1/n) sum_i y_i x_i (Garg et al. 2022).
+
+Risks given the inputs (X, x_q) under w ~ N(0, tau^2 I), noise N(0, sigma^2) (Raventos et al.
+2023; 000 §8.3.6 "隐式贝叶斯推断"): a predictor linear in the labels, y_hat = c^T y, has risk
+E[(c^T y - y_q)^2 | X, x_q] = tau^2 |X^T c - x_q|^2 + sigma^2 |c|^2 + sigma^2, and the Bayes risk
+is sigma^2 + x_q^T C x_q with C = (X^T X / sigma^2 + I / tau^2)^{-1} the posterior covariance.
 """
 
 from __future__ import annotations
@@ -153,3 +158,37 @@ def prefix_predictions(predict: PredictFn, x: Tensor, y: Tensor) -> Tensor:
             f"x (B, K, d) and y (B, K) expected, got {tuple(x.shape)}, {tuple(y.shape)}"
         )
     return torch.stack([predict(x[:, :i], y[:, :i], x[:, i]) for i in range(x.shape[1])], dim=1)
+
+
+def linear_risk_given_inputs(
+    x: Tensor, x_query: Tensor, coefficients: Tensor, tau2: float, noise_var: float
+) -> Tensor:
+    """Risk of y_hat = c^T y given (X, x_q): tau^2 |X^T c - x_q|^2 + sigma^2 (|c|^2 + 1), (B,).
+
+    ``coefficients`` c is (B, n); the expectation is over w ~ N(0, tau^2 I) and the noise.
+    """
+    if coefficients.shape != x.shape[:2] or x_query.shape != (x.shape[0], x.shape[2]):
+        raise ValueError(f"x (B, n, d), x_query (B, d), coefficients (B, n) expected, got "
+                         f"{tuple(x.shape)}, {tuple(x_query.shape)}, {tuple(coefficients.shape)}")
+    bias = torch.einsum("bkd,bk->bd", x, coefficients) - x_query  # (B, d)
+    return tau2 * (bias**2).sum(-1) + noise_var * (coefficients**2).sum(-1) + noise_var
+
+
+def ridge_risk_given_inputs(
+    x: Tensor, x_query: Tensor, lam: float, tau2: float, noise_var: float
+) -> Tensor:
+    """Exact risk of ``ridge_predict`` given (X, x_q), (B,): ridge is linear in the labels, its
+    coefficients c are read off with unit label vectors."""
+    units = torch.eye(x.shape[1], dtype=x.dtype)
+    coef = torch.stack(
+        [ridge_predict(x, units[j].expand(x.shape[:2]), x_query, lam) for j in range(x.shape[1])],
+        -1,
+    )  # (B, n)
+    return linear_risk_given_inputs(x, x_query, coef, tau2, noise_var)
+
+
+def bayes_risk_given_inputs(x: Tensor, x_query: Tensor, tau2: float, noise_var: float) -> Tensor:
+    """Bayes risk given (X, x_q): sigma^2 + x_q^T (X^T X / sigma^2 + I / tau^2)^{-1} x_q, (B,)."""
+    eye = torch.eye(x.shape[-1], dtype=x.dtype)
+    post_cov = torch.linalg.inv(x.transpose(1, 2) @ x / noise_var + eye / tau2)  # (B, d, d)
+    return noise_var + torch.einsum("bd,bde,be->b", x_query, post_cov, x_query)

@@ -169,11 +169,6 @@ def neumann_error_bound(hessian: Tensor, w_star: Tensor, eta: float, num_terms: 
     return rate**powers * torch.linalg.vector_norm(w_star)
 
 
-def gd_step_threshold(hessian: Tensor) -> float:
-    """2 / lambda_max(H): GD (and the Neumann series) converges iff 0 < eta < this value."""
-    return 2.0 / float(torch.linalg.eigvalsh(hessian).max())
-
-
 def ahn_gamma(sigma: Tensor, num_context: int) -> Tensor:
     """Gamma = ((n+1)/n) Sigma + (tr Sigma / n) I (Ahn et al. 2023, Thm. 1; FACTS.md).
 

@@ -89,9 +89,9 @@ class ParityMarginConstruction:
     def score(self, bits: Tensor) -> Tensor:
         """The decision value y (B,) read at BOS; PARITY = 1 iff y < 0."""
         x = self.embed(bits)
-        x = x + self.count_ones(x).output  # slot <- k / (n + 1)
+        x = x + self.count_ones(x)  # slot <- k / (n + 1)
         x = self.bump(x)  # slot <- (-1)^k at i = k, else 0
-        y = self.sum_bump(x).output[..., _SLOT]  # (B, n + 1), equal at every position
+        y = self.sum_bump(x)[..., _SLOT]  # (B, n + 1), equal at every position
         return y[:, 0]
 
     def predict(self, bits: Tensor) -> Tensor:

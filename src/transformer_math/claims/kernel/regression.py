@@ -36,7 +36,7 @@ from transformer_math.nn.kernel_regression import (
 F64 = torch.float64
 
 
-def nadaraya_watson_heads(mha: MultiHeadAttention, x: torch.Tensor, kernel: str) -> torch.Tensor:
+def _nadaraya_watson_heads(mha: MultiHeadAttention, x: torch.Tensor, kernel: str) -> torch.Tensor:
     """W_O concat_h NW_h(x): every head of ``mha`` as an explicit kernel regression.
 
     Head h: labels y_j = x_j W_V^(h) + b_V^(h), kernel ``SoftmaxAttentionKernel`` of head h
@@ -77,11 +77,8 @@ def check_nadaraya_watson(ctx: Context, kernel: str = "softmax-attention") -> Ev
     x = torch.randn(batch, n, d, generator=ctx.generator(1), dtype=F64)
     with torch.no_grad():
         measured_out = mha(x)  # (B, n, d): the module's forward pass
-        nw_out = nadaraya_watson_heads(mha, x, kernel)
+        nw_out = _nadaraya_watson_heads(mha, x, kernel)
     d_k = mha.head_dim
-            values = x @ wv.T + bv  # labels y_j = v_j
-            per_head.append(nadaraya_watson(x, x, values, kern))  # (B, n, d_k)
-        nw_out = mha.out_proj(torch.cat(per_head, dim=-1))
     err = float((measured_out - nw_out).abs().max())
     scale = float(measured_out.abs().max())
     tol = 1e-10

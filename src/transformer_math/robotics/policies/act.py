@@ -14,6 +14,10 @@ with z of dimension 32 and beta = 10 (ACT's defaults).
 ``use_latent=False`` trains the decoder with z = 0 and no KL: a deterministic chunk regressor;
 with ``reconstruction_loss="mse"`` it regresses the conditional MEAN (the falsifier of
 ``robotics.multimodal-actions``). ACT itself uses L1.
+The three stacks are presets of the project's one ``TransformerConfig`` (:func:`act_trunks`):
+pre-LN, GELU MLP of width 4 d, final LayerNorm, inputs already ``dim`` wide (``inputs_embeds``),
+no head (``output_size=0``), bidirectional (``causal=False``); the decoder adds
+``cross_attention=True`` and is called with ``memory=``.
 """
 
 from __future__ import annotations
@@ -24,9 +28,10 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.init import reset_children
+from transformer_math.nn.transformer import Transformer
 from transformer_math.robotics.policies.base import ChunkPolicy, register_policy
-from transformer_math.robotics.policies.blocks import PolicyBlock
 
 LATENT_SAMPLING = ("zero", "sample", "sample_per_episode")
 RECONSTRUCTION_LOSSES = ("l1", "mse")
@@ -63,6 +68,26 @@ class ACTConfig:
             )
 
 
+def act_trunks(config: ACTConfig) -> dict[str, TransformerConfig]:
+    """The posterior encoder, memory encoder and query decoder as Transformer presets.
+
+    No stack has a position code of its own (``position="none"``): the policy adds ACT's learned
+    tables to the encoder inputs and its k learned queries are the decoder's positions. (Kept in
+    the policy so that every tensor is drawn in the order of the original PolicyBlock policy:
+    the same seed gives the same initial weights.)"""
+    d, k = config.dim, config.chunk_size
+    common: dict[str, Any] = {"hidden_size": d, "num_heads": config.num_heads,
+                              "dropout": config.dropout, "output_size": 0, "causal": False,
+                              "final_norm": True, "position": "none"}
+    return {
+        "posterior": TransformerConfig(num_layers=config.encoder_layers, max_seq_len=k + 2,
+                                       **common),
+        "memory": TransformerConfig(num_layers=config.encoder_layers, max_seq_len=2, **common),
+        "decoder": TransformerConfig(num_layers=config.decoder_layers, max_seq_len=k,
+                                     cross_attention=True, **common),
+    }
+
+
 def act_loss(pred: Tensor, target: Tensor, mu: Tensor, logvar: Tensor, kl_weight: float,
              reconstruction: str = "l1") -> tuple[Tensor, dict[str, float]]:
     """ACT's loss: mean absolute error + kl_weight * (batch mean of the summed Gaussian KL).
@@ -88,32 +113,21 @@ class ACTPolicy(ChunkPolicy):
         super().__init__(config.state_dim, config.action_dim, config.chunk_size)
         self.config = config
         d, k = config.dim, config.chunk_size
+        trunks = act_trunks(config)
         # posterior encoder q(z | s, A)
         self.cls = nn.Parameter(torch.zeros(1, 1, d))
         self.enc_state = nn.Linear(config.state_dim, d)
         self.enc_action = nn.Linear(config.action_dim, d)
         self.enc_pos = nn.Parameter(torch.empty(1, k + 2, d))
-        self.posterior = nn.ModuleList(
-            PolicyBlock(d, config.num_heads, dropout=config.dropout)
-            for _ in range(config.encoder_layers)
-        )
-        self.enc_norm = nn.LayerNorm(d)
+        self.posterior = Transformer(trunks["posterior"])
         self.latent_head = nn.Linear(d, 2 * config.latent_dim)
         # decoder p(A | s, z)
         self.mem_latent = nn.Linear(config.latent_dim, d)
         self.mem_state = nn.Linear(config.state_dim, d)
         self.mem_pos = nn.Parameter(torch.empty(1, 2, d))
-        self.memory_blocks = nn.ModuleList(
-            PolicyBlock(d, config.num_heads, dropout=config.dropout)
-            for _ in range(config.encoder_layers)
-        )
-        self.mem_norm = nn.LayerNorm(d)
+        self.memory_encoder = Transformer(trunks["memory"])
         self.queries = nn.Parameter(torch.empty(1, k, d))
-        self.decoder_blocks = nn.ModuleList(
-            PolicyBlock(d, config.num_heads, dropout=config.dropout, cross_attention=True)
-            for _ in range(config.decoder_layers)
-        )
-        self.dec_norm = nn.LayerNorm(d)
+        self.decoder = Transformer(trunks["decoder"])
         self.action_head = nn.Linear(d, config.action_dim)
         self.generator = torch.Generator().manual_seed(config.seed)
         self._episode_z = None
@@ -142,21 +156,17 @@ class ACTPolicy(ChunkPolicy):
             [self.cls.expand(s.shape[0], -1, -1), self.enc_state(s)[:, None], self.enc_action(a)],
             dim=1,
         ) + self.enc_pos  # (B, k + 2, d)
-        for block in self.posterior:
-            tokens = block(tokens)
-        mu, logvar = self.latent_head(self.enc_norm(tokens[:, 0])).chunk(2, dim=-1)
+        h = self.posterior(inputs_embeds=tokens)  # (B, k + 2, d), final-normed
+        mu, logvar = self.latent_head(h[:, 0]).chunk(2, dim=-1)
         return mu, logvar
 
     def decode(self, s: Tensor, z: Tensor) -> Tensor:
         """Normalised chunk (B, k, A) from normalised state (B, S) and latent (B, latent_dim)."""
-        memory = torch.stack([self.mem_latent(z), self.mem_state(s)], dim=1) + self.mem_pos
-        for block in self.memory_blocks:
-            memory = block(memory)  # (B, 2, d)
-        memory = self.mem_norm(memory)
-        x = self.queries.expand(s.shape[0], -1, -1)  # (B, k, d)
-        for block in self.decoder_blocks:
-            x = block(x, memory)
-        return self.action_head(self.dec_norm(x))
+        memory = self.memory_encoder(
+            inputs_embeds=torch.stack([self.mem_latent(z), self.mem_state(s)], dim=1)
+            + self.mem_pos)  # (B, 2, d)
+        queries = self.queries.expand(s.shape[0], -1, -1)  # (B, k, d)
+        return self.action_head(self.decoder(inputs_embeds=queries, memory=memory))
 
     def forward(self, batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
         s, target = self._state(batch), self._target(batch)

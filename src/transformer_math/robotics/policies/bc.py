@@ -11,12 +11,24 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
 from transformer_math.robotics.policies.base import ChunkPolicy, register_policy
-from transformer_math.robotics.policies.blocks import mlp
 
 BC_LOSSES = ("l1", "mse")
+
+
+def mlp(in_dim: int, hidden: int, layers: int, out_dim: int) -> nn.Sequential:
+    """``layers`` hidden Linear+GELU layers of width ``hidden`` then a Linear to ``out_dim``."""
+    if layers < 1 or hidden < 1:
+        raise ValueError(f"layers and hidden must be >= 1, got {layers}, {hidden}")
+    mods: list[nn.Module] = []
+    width = in_dim
+    for _ in range(layers):
+        mods += [nn.Linear(width, hidden), nn.GELU()]
+        width = hidden
+    mods.append(nn.Linear(width, out_dim))
+    return nn.Sequential(*mods)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@
     (R_1, s_1, a_1, R_2, s_2, a_2, ..., R_K, s_K, a_K),
 R_t = (sum_{t' >= t} r_{t'}) / rtg_scale the undiscounted return-to-go. Each modality has its own
 linear embedding (a table for discrete actions); a learned timestep embedding is added to all
-three tokens of step t (there is no other position code); LayerNorm; a causal pre-LN Transformer.
+three tokens of step t (there is no other position code); LayerNorm; a causal pre-LN Transformer
+(the project's one ``Transformer``, preset :func:`dt_trunk`: inputs already ``dim`` wide, no
+position code of its own, no head, final LayerNorm).
 The hidden state at the STATE token s_t predicts a_t (it has seen R_1..R_t, s_1..s_t,
 a_1..a_{t-1}, never a_t): Tanh head + MSE for continuous actions, logits + cross-entropy for
 discrete ones. At rollout R_{t+1} = R_t - r_t / rtg_scale.
@@ -21,8 +23,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from transformer_math.nn.config import TransformerConfig
+from transformer_math.nn.transformer import Transformer
 from transformer_math.robotics.policies.base import STATE_KEY, register_policy
-from transformer_math.robotics.policies.blocks import PolicyBlock
 
 ACTION_TYPES = ("continuous", "discrete")
 MODALITIES = ("return", "state", "action")
@@ -51,6 +54,14 @@ class DTConfig:
             )
 
 
+def dt_trunk(config: DTConfig) -> TransformerConfig:
+    """The causal trunk over the 3 K interleaved tokens as a Transformer preset."""
+    return TransformerConfig(hidden_size=config.dim, num_layers=config.num_layers,
+                             num_heads=config.num_heads, max_seq_len=3 * config.context_len,
+                             position="none", output_size=0, causal=True, final_norm=True,
+                             dropout=config.dropout)
+
+
 def token_layout(num_steps: int) -> list[tuple[str, int]]:
     """Token order: [(return, 0), (state, 0), (action, 0), (return, 1), ...]."""
     return [(m, t) for t in range(num_steps) for m in MODALITIES]
@@ -71,11 +82,7 @@ class DecisionTransformer(nn.Module):
         self.embed_timestep = nn.Embedding(config.max_ep_len, d)
         self.embed_norm = nn.LayerNorm(d)
         self.drop = nn.Dropout(config.dropout)
-        self.blocks = nn.ModuleList(
-            PolicyBlock(d, config.num_heads, dropout=config.dropout)
-            for _ in range(config.num_layers)
-        )
-        self.final_norm = nn.LayerNorm(d)
+        self.trunk = Transformer(dt_trunk(config))
         self.action_head = nn.Linear(d, config.action_dim)
         self.reset()
 
@@ -118,10 +125,8 @@ class DecisionTransformer(nn.Module):
                       timesteps: Tensor) -> Tensor:
         """Final hidden states (B, n, 3, d): index 1 of axis 2 is the state token of each step."""
         x = self.drop(self.embed_tokens(states, actions, returns_to_go, timesteps))
-        for block in self.blocks:
-            x = block(x, is_causal=True)
         b, n = states.shape[:2]
-        return self.final_norm(x).view(b, n, 3, -1)
+        return self.trunk(inputs_embeds=x).view(b, n, 3, -1)
 
     def action_outputs(self, states: Tensor, actions: Tensor, returns_to_go: Tensor,
                        timesteps: Tensor) -> Tensor:

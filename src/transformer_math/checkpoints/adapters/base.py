@@ -1,0 +1,90 @@
+"""The adapter contract: one name table per checkpoint family, read in both directions.
+
+A :class:`Rule` pairs ONE checkpoint tensor (``theirs``) with the model tensor(s) it holds
+(``ours``, names of :class:`transformer_math.nn.transformer.Transformer`) and the two tensor
+transforms between them, ``load: theirs -> ours`` and ``save: ours -> theirs`` (``save`` inverts
+``load``). An :class:`Adapter` returns the rule list for a config; ``checkpoints/io.py`` uses the
+same list to load (HF name -> ours), to save (ours -> HF name) and to compute the shapes a
+checkpoint must have (``save`` applied to a meta-device model) before anything is allocated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from transformer_math.checkpoints.info import CheckpointInfo
+from transformer_math.nn.config import TransformerConfig
+
+Transform = Callable[[Tensor], Tensor]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``theirs`` <-> ``ours``: ``load(t) -> tuple`` of len(ours), ``save(tuple) -> t``."""
+
+    theirs: str
+    ours: tuple[str, ...]
+    load: Callable[[Tensor], tuple[Tensor, ...]]
+    save: Callable[[tuple[Tensor, ...]], Tensor]
+
+
+def _identity(t: Tensor) -> Tensor:
+    return t
+
+
+def _transpose(t: Tensor) -> Tensor:
+    return t.t()
+
+
+def mapped(theirs: str, ours: str, load: Transform = _identity,
+           save: Transform = _identity) -> Rule:
+    """A one-to-one rule; ``save`` must invert ``load`` (identity by default)."""
+    return Rule(theirs, (ours,), lambda t: (load(t),), lambda ts: save(ts[0]))
+
+
+def transposed(theirs: str, ours: str) -> Rule:
+    """A Conv1D (in, out) matrix stored as the transpose of ``nn.Linear``'s (out, in)."""
+    return mapped(theirs, ours, _transpose, _transpose)
+
+
+def packed(theirs: str, ours: tuple[str, ...], *, conv1d: bool) -> Rule:
+    """Several equal-height tensors stacked along the output axis (GPT-2's ``c_attn`` = q|k|v);
+    ``conv1d``: the stored matrix is (in, sum out), so it is transposed first."""
+    n = len(ours)
+
+    def load(t: Tensor) -> tuple[Tensor, ...]:
+        rows = t.t() if conv1d else t
+        return tuple(rows.chunk(n, dim=0))
+
+    def save(ts: tuple[Tensor, ...]) -> Tensor:
+        rows = torch.cat(ts, dim=0)
+        return rows.t() if conv1d else rows
+
+    return Rule(theirs, ours, load, save)
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """One checkpoint family.
+
+    ``read_config(cfg, shapes)``: the family's config file dict (and the stored tensor shapes,
+    for formats whose config omits sizes) -> (TransformerConfig preset, CheckpointInfo);
+    ``write_config(config, info)``: the inverse; ``rules(config, **options)``: the name table;
+    ``ignored_suffixes``: stored tensors that are not parameters (mask buffers, cached
+    frequencies); ``tied_head``: the head tensor a tied checkpoint may still store;
+    ``canonical``: rewrites legacy tensor names to the table's names.
+    """
+
+    family: str
+    read_config: Callable[[Mapping[str, Any], Mapping[str, tuple[int, ...]]],
+                          tuple[TransformerConfig, CheckpointInfo]]
+    write_config: Callable[[TransformerConfig, CheckpointInfo], dict[str, Any]]
+    rules: Callable[..., list[Rule]]
+    ignored_suffixes: tuple[str, ...] = ()
+    tied_head: str | None = None
+    canonical: Callable[[str], str] = str

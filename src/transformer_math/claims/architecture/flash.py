@@ -1,0 +1,215 @@
+"""FlashAttention: the tiled online-softmax loop is exact, small in memory, and moves
+Theta(N^2 d^2 / M) elements (000 §8.3.7 理论 D; Dao et al. 2022)."""
+
+from __future__ import annotations
+
+import torch
+
+from transformer_math.claims.architecture._common import SEED_000, loglog_slope
+from transformer_math.claims.registry import (
+    Context,
+    Evidence,
+    Falsifier,
+    Figure,
+    Series,
+    Size,
+    agreement,
+    all_hold,
+    at_least,
+    at_most,
+    claim,
+)
+from transformer_math.diagnostics.tensor_memory import peak_tensor_bytes
+from transformer_math.functional.attention import scaled_dot_product_attention
+from transformer_math.functional.tiled_attention import (
+    IOCounter,
+    tiled_attention,
+    tiled_attention_forward,
+)
+from transformer_math.theory.io_model import (
+    crossover_sram,
+    flash_rate,
+    standard_attention_io,
+    tile_sizes_for_sram,
+    tiled_attention_io,
+)
+
+
+def _io_figure(n: int, d: int, srams: list[int], measured: list[int], standard: int) -> Figure:
+    """Counted slow-memory accesses against M with the 10 N^2 d^2 / M reference."""
+    xs = [float(m) for m in srams]
+    return Figure(
+        f"HBM accesses vs on-chip memory M (N = {n}, d = {d})",
+        "M (elements)",
+        "elements moved",
+        [
+            Series("tiled (counted)", xs, [float(x) for x in measured], style="o-"),
+            Series("10 N^2 d^2 / M", xs, [10 * flash_rate(n, d, m) for m in srams], style="--"),
+        ],
+        logx=True,
+        logy=True,
+        hlines=[(float(standard), "standard attention")],
+    )
+
+
+@claim(
+    "architecture.flash-io",
+    source=f"{SEED_000} 理论 D, exercise 8.3.7-4; Dao et al. 2022, Theorem 2",
+    statement="""Slow-memory accesses of the project's tiled attention, counted while it runs, scale
+    as Theta(N^2 d^2 / M) in the on-chip size M and beat standard attention's Theta(N d + N^2) once
+    M exceeds ~ d^2.""",
+    falsifier=Falsifier(
+        "fixed-tiles",
+        {"ignore_sram": True},
+        "a schedule whose tiles do not grow with M (always the smallest tile): no 1/M scaling",
+    ),
+)
+def check_flash_io(ctx: Context, ignore_sram: bool = False) -> Evidence:
+    tiny = ctx.size is Size.TINY
+    n, d = (128, 16) if tiny else (512, 64)
+    g = ctx.generator(14)
+    q, k, v = (torch.randn(1, 1, n, d, generator=g) for _ in range(3))
+    blocks = [4, 8, 16, 32] if tiny else [16, 32, 64, 128]
+    srams = [5 * d * b for b in blocks]
+    measured, closed, ratios = [], [], []
+    with torch.no_grad():
+        for i, m in enumerate(srams):
+            bq, bk = tile_sizes_for_sram(srams[0] if ignore_sram else m, d)
+            counter = IOCounter()
+            tiled_attention_forward(q, k, v, block_q=bq, block_k=bk, io=counter)
+            measured.append(counter.total)
+            closed.append(tiled_attention_io(n, d, bq, bk).total)
+            ratios.append(counter.total / flash_rate(n, d, m))
+            ctx.report_progress((i + 1) / len(srams))
+    standard = standard_attention_io(n, d).total
+    slope = loglog_slope([float(m) for m in srams], [float(x) for x in measured])
+    spread = max(ratios) / min(ratios)
+    m_cross = crossover_sram(n, d)
+    margins = [
+        at_most("max |counted - closed-form accesses|",
+                max(abs(a - b) for a, b in zip(measured, closed, strict=True)), 0.0),
+        at_least("log-log slope vs M (lower end)", slope, -1.1),
+        at_most("log-log slope vs M (upper end)", slope, -0.8),
+        at_most("max/min of accesses * M / (N^2 d^2)", spread, 1.5),
+        at_most("accesses at the largest M / standard attention's", measured[-1] / standard, 1.0),
+    ]
+    ok = all_hold(margins)
+    return Evidence(
+        predicted={"slope_vs_M": -1.0, "standard_accesses": standard},
+        measured={
+            "slope_vs_M": round(slope, 3),
+            "accesses_at_largest_M": measured[-1],
+            "ratio_to_N2d2_over_M": [round(r, 2) for r in ratios],
+        },
+        tolerance="slope in [-1.1, -0.8] (the M-independent 3 N d + N term flattens it at "
+        "large M); "
+        "Theta: max/min of accesses * M / (N^2 d^2) <= 1.5 over an 8x range of M; counts equal the "
+        "closed form exactly",
+        verdict=agreement(ok),
+        notes=[
+            f"N = {n}, d = {d}, M = 5 d B_r elements for B_r in {blocks} (B_c = min(B_r, d)); the "
+            "counter records every tile the loop loads/stores. Standard attention (Algorithm 0) "
+            f"moves 4 N d + 4 N^2 = {standard} elements; the tiled loop wins above "
+            f"M ~ {m_cross:.0f} "
+            f"(= {m_cross / d**2:.1f} d^2).",
+            "004's table ('HBM O(n^2) -> O(nd)') is too coarse: the tiled loop's traffic is "
+            "Theta(N^2 d^2 / M), which is O(N d) only when M ~ N d (Theorem 2).",
+        ],
+        figures=[_io_figure(n, d, srams, measured, standard)],
+        details={"srams": srams, "measured": measured, "closed_form": closed, "standard": standard},
+        margins=margins,
+    )
+
+
+def _exactness_cases(g: torch.Generator) -> list[tuple[str, float, float]]:
+    """(case, max |forward error|, max |gradient error|) of tiled vs reference attention."""
+    out = []
+    cases = [
+        ("non-causal", False, False, 7, 13),
+        ("causal", True, False, 16, 16),
+        ("causal, q shorter (cache)", True, False, 5, 64),
+        ("additive mask with a dead row", False, True, 64, 5),
+        ("causal + mask, one row tile", True, True, 1, 3),
+    ]
+    for name, causal, masked, bq, bk in cases:
+        t = 19 if "shorter" in name else 45
+        q = torch.randn(2, 3, t, 16, generator=g, requires_grad=True)
+        k = torch.randn(2, 3, 45, 16, generator=g, requires_grad=True)
+        v = torch.randn(2, 3, 45, 8, generator=g, requires_grad=True)
+        mask = None
+        if masked:
+            mask = torch.randn(1, 3, t, 45, generator=g)
+            mask = mask.masked_fill(torch.rand(1, 3, t, 45, generator=g) < 0.3, float("-inf"))
+            mask[0, 0, 2] = float("-inf")  # a fully masked query row (zero output)
+        ref = scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal).output
+        til = tiled_attention(q, k, v, attn_mask=mask, is_causal=causal, block_q=bq, block_k=bk)
+        go = torch.randn(ref.shape, generator=g)
+        gr = torch.autograd.grad(ref, (q, k, v), go)
+        gt = torch.autograd.grad(til, (q, k, v), go)
+        out.append(
+            (
+                name,
+                float((ref - til).detach().abs().max()),
+                max(float((a - b).abs().max()) for a, b in zip(gr, gt, strict=True)),
+            )
+        )
+    return out
+
+
+@claim(
+    "architecture.tiled-attention-exact",
+    source=f"{SEED_000} 理论 D (online softmax); Dao et al. 2022 Algorithm 1; FACTS.md",
+    statement="""Tiled online-softmax attention equals reference attention (fp32 error <= 1e-5,
+    causal or not, with masks, any block split, gradients too) and never holds an n x n matrix: its
+    measured
+    peak memory is a small fraction of n^2 floats.""",
+    falsifier=Falsifier(
+        "single-tile",
+        {"one_tile": True},
+        "block sizes equal to n: one tile holds the whole n x n logit matrix",
+    ),
+)
+def check_tiled_attention_exact(ctx: Context, one_tile: bool = False) -> Evidence:
+    g = ctx.generator(15)
+    cases = _exactness_cases(g)
+    fwd = max(c[1] for c in cases)
+    bwd = max(c[2] for c in cases)
+    ctx.report_progress(0.3)
+    n, d = 4096, 64
+    q, kk, v = (torch.randn(1, 1, n, d, generator=g) for _ in range(3))
+    block = n if one_tile else 128
+    with torch.no_grad():
+        _, peak = peak_tensor_bytes(
+            lambda: tiled_attention(q, kk, v, block_q=block, block_k=block, is_causal=True)
+        )
+    method = "live tensor bytes (diagnostics.tensor_memory)"
+    ctx.report_progress(1.0)
+    matrix = n * n * 4
+    margins = [
+        at_most("max forward error", fwd, 1e-5),
+        at_most("max gradient error", bwd, 1e-4),
+        at_most("peak bytes / n x n fp32 bytes", peak / matrix, 0.1),
+    ]
+    ok = all_hold(margins)
+    return Evidence(
+        predicted={"max_forward_error": 1e-5, "peak_bytes_at_most": int(0.1 * matrix)},
+        measured={
+            "max_forward_error": float(f"{fwd:.2e}"),
+            "max_grad_error": float(f"{bwd:.2e}"),
+            "peak_bytes": peak,
+            "n_x_n_bytes": matrix,
+        },
+        tolerance="forward 1e-5 (fp32 rounding of sums of 45 terms); gradients 1e-4 (longer "
+        "accumulation chains); peak <= 10 % of one n x n fp32 matrix (n = 4096, d = 64: the tiled "
+        "working set is O(n d + block^2) ~ 1 MiB + tiles)",
+        verdict=agreement(ok),
+        notes=[f"{name}: forward {fe:.1e}, grad {ge:.1e}" for name, fe, ge in cases]
+        + [
+            f"peak measured as {method}, causal, block {block}: {peak / 2**20:.2f} MiB vs "
+            f"n x n = {matrix / 2**20:.0f} MiB. Before issue 12 the peak was the process's "
+            "resident-set high-water mark, which depends on the allocator's state (1.84 vs "
+            "1.88 MiB in two orders of the quick tier); the tensor count is deterministic."
+        ],
+        details={"cases": cases, "peak_bytes": peak, "block": block},
+        margins=margins,
+    )

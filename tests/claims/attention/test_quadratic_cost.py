@@ -1,0 +1,52 @@
+"""attention.quadratic-cost (full tier): the verdict rests on counted work, not on time."""
+
+from __future__ import annotations
+
+import pytest
+
+from transformer_math.claims.attention.quadratic_cost import _linear_arm, _poly_text
+from transformer_math.claims.registry import Context, Size, Verdict, get_claim
+from transformer_math.diagnostics import work_polynomial
+
+TINY = Context(seed=0, size=Size.TINY)
+
+
+def test_poly_text_writes_the_highest_degree_first():
+    poly = work_polynomial([1, 2, 3, 4, 5], [74 * n * n + 6 * n for n in (1, 2, 3, 4, 5)])
+    assert _poly_text(poly) == "74 n^2 + 6 n"
+
+
+def test_linear_arm_names_its_orders():
+    with pytest.raises(ValueError, match="linear_order must be one of"):
+        _linear_arm("cubic")
+
+
+@pytest.mark.slow
+def test_quadratic_cost_rests_on_counted_work_and_catches_the_quadratic_order(attention_result):
+    """Counted work: full attention is an exact degree-2 polynomial in n, linear attention an
+    exact degree-1 one; linear attention multiplied as (phi(Q) phi(K)^T) V (the falsifier) gives
+    the same outputs with degree-2 work. Times are reported, not judged."""
+    res = attention_result("attention.quadratic-cost")
+    assert res.error is None, res.error
+    assert res.evidence.verdict is Verdict.VERIFIED
+    details = res.evidence.details
+    assert details["degrees"] == {"full": 2, "linear": 1}
+    assert details["count_exponents"]["full"] == pytest.approx(2.0, abs=0.01)
+    assert details["count_exponents"]["linear"] == pytest.approx(1.0, abs=1e-9)
+    assert details["output_error"] < 1e-10
+    assert set(details["timing"]["exponents"]) == {
+        "full (thread)", "full (wall)", "linear (thread)", "linear (wall)"}
+    assert all(m.holds for m in res.evidence.margins)
+    assert not any("exponent" in m.name and "time" in m.name for m in res.evidence.margins)
+    wrong = res.falsifier_evidence
+    assert res.falsifier_caught is True and wrong is not None
+    assert wrong.details["degrees"] == {"full": 2, "linear": 2}
+    assert wrong.details["count_exponents"]["linear"] > 1.9
+    assert wrong.details["output_error"] < 1e-10  # same outputs: only the work differs
+    failing = {m.name for m in wrong.margins if not m.holds}
+    assert failing == {"linear attention: degree of the counted-work polynomial",
+                       "linear attention: log-log exponent of counted work"}
+    # The verdict does not depend on time: the counts repeat exactly, the times need not.
+    again = get_claim("attention.quadratic-cost").check(TINY)
+    assert again.details["counted_work"] == details["counted_work"]
+    assert again.margins == res.evidence.margins

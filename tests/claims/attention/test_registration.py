@@ -1,0 +1,53 @@
+"""The attention topic package: every claim of the catalog is registered, in the module of its
+theme, with a falsifier that fails through one of the claim's own margins."""
+
+from __future__ import annotations
+
+import pytest
+
+from transformer_math.claims.registry import Tier, Verdict, all_claims, get_claim
+
+MODULES = {
+    "attention.sqrt-dk-variance": "scaling",
+    "attention.hand-example": "scaling",
+    "attention.softmax-saturation": "softmax",
+    "attention.stable-softmax": "softmax",
+    "attention.row-stochastic": "masking",
+    "attention.permutation-equivariance": "masking",
+    "attention.causal-mask": "masking",
+    "attention.asymmetry": "geometry",
+    "attention.low-rank-bottleneck": "geometry",
+    "attention.not-globally-lipschitz": "lipschitz",
+    "attention.multihead-param-count": "complexity",
+    "attention.complexity-table": "complexity",
+    "attention.quadratic-cost": "quadratic_cost",
+}
+QUICK = sorted(k for k in MODULES if k != "attention.quadratic-cost")
+
+
+def test_every_attention_claim_is_registered_in_its_module():
+    registered = {c.id: c for c in all_claims() if c.topic == "attention"}
+    assert set(registered) == set(MODULES)
+    for claim_id, module in MODULES.items():
+        c = registered[claim_id]
+        assert c.check.__module__ == f"transformer_math.claims.attention.{module}"
+        assert c.falsifier is not None
+        assert c.tier is (Tier.FULL if claim_id == "attention.quadratic-cost" else Tier.QUICK)
+
+
+def test_only_the_parameter_audit_refutes_the_seed(attention_result):
+    assert attention_result("attention.multihead-param-count").evidence.verdict is Verdict.REFUTED
+    assert attention_result("attention.hand-example").evidence.verdict is Verdict.VERIFIED
+
+
+@pytest.mark.parametrize("claim_id", QUICK)
+def test_falsifier_fails_through_one_of_the_claims_margins(claim_id, attention_result):
+    """Issue 12: the pass conditions are numbers, all hold for the claim, and the falsifier
+    fails through one of them (the same margin names in both runs)."""
+    res = attention_result(claim_id)
+    margins = res.evidence.margins
+    assert margins and all(m.holds for m in margins), [m for m in margins if not m.holds]
+    wrong = res.falsifier_evidence
+    assert wrong is not None and any(not m.holds for m in wrong.margins)
+    assert [m.name for m in wrong.margins] == [m.name for m in margins]
+    assert get_claim(claim_id).falsifier is not None

@@ -1,0 +1,79 @@
+"""position.extrapolation-experiment: its checking logic on made-up curves (both directions,
+no training) and the tiny trained run (slow)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from transformer_math.claims.position import extrapolation
+from transformer_math.claims.registry import Context, Size, Verdict, all_claims, all_hold, run_claim
+from transformer_math.experiments.rope_extrapolation import (
+    RopeExtrapolationConfig,
+    RopeExtrapolationResult,
+    SchemeCurve,
+)
+
+
+def _result(rope_far: float, learned_far: float) -> RopeExtrapolationResult:
+    """Curves with loss 0.5 in [0, L) and the given values beyond L (chance ln 16 = 2.77)."""
+    cfg = RopeExtrapolationConfig.tiny()
+    starts = list(range(0, cfg.eval_len, cfg.bin_width))
+
+    def curve(scheme: str, variant: str, far: float) -> SchemeCurve:
+        loss = [0.5 if b < cfg.train_len else far for b in starts]
+        return SchemeCurve(scheme, variant, starts, loss, [1.0 - v / 3 for v in loss])
+
+    curves = [curve("rope", "none", rope_far), curve("rope", "window", 0.6),
+              curve("learned", "none", learned_far)]
+    return RopeExtrapolationResult(cfg, curves, {"rope": 0.5}, {"rope": 1.0},
+                                   math.log(cfg.vocab_size))
+
+
+@pytest.mark.parametrize(("rope_far", "learned_far", "holds"), [
+    (2.7, 2.7, True),  # rope degrades to chance, the learned table fails beyond L
+    (0.6, 2.7, False),  # rope does not degrade
+    (2.7, 0.6, False),  # the learned table does not fail
+])
+def test_check_on_made_up_curves(monkeypatch: pytest.MonkeyPatch, rope_far: float,
+                                 learned_far: float, holds: bool) -> None:
+    monkeypatch.setattr(extrapolation, "_experiment", lambda ctx: _result(rope_far, learned_far))
+    ev = extrapolation.check_extrapolation_experiment(Context(seed=0, size=Size.TINY))
+    assert all_hold(ev.margins) is holds
+    assert (ev.verdict is Verdict.VERIFIED) is holds
+    assert ev.measured["loss"]["rope/none"]["[0,L)"] == 0.5
+    assert len(ev.figures[0].series) == 3
+    window = extrapolation.check_extrapolation_experiment(Context(seed=0, size=Size.TINY),
+                                                          rope_variant="window")
+    assert window.verdict is Verdict.FAILED  # the falsifier: a window does not degrade
+
+
+def test_loss_table_and_figure() -> None:
+    result = _result(2.0, 2.0)
+    table = extrapolation.loss_table(result)
+    assert set(table) == {"rope/none", "rope/window", "learned/none"}
+    assert table["rope/none"] == {"[0,L)": 0.5, "[L,2L)": 2.0, "[2L,end)": 2.0}
+    fig = extrapolation.loss_figure(result)
+    assert fig.hlines == [(result.chance_loss, "chance ln V")]
+    assert fig.series[0].x[0] == result.config.bin_width / 2
+
+
+@pytest.mark.slow
+def test_extrapolation_experiment_tiny() -> None:
+    c = next(c for c in all_claims() if c.id == "position.extrapolation-experiment")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny tensors: one thread avoids oversubscription on 2 cores
+    try:
+        result = run_claim(c, Context(seed=0, size=Size.TINY))
+    finally:
+        torch.set_num_threads(threads)
+    assert result.error is None, result.evidence.notes
+    assert result.evidence.verdict is Verdict.VERIFIED, result.evidence.measured
+    assert result.falsifier_caught is True
+    assert result.evidence.figures and len(result.evidence.figures[0].series) == 9
+    margins = {m.name: m for m in result.evidence.margins}
+    assert len(margins) == 3 and all(m.holds for m in margins.values())
+    assert result.falsifier_evidence is not None
+    assert not all_hold(result.falsifier_evidence.margins)

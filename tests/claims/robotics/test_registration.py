@@ -1,0 +1,58 @@
+"""robotics.* claims: registered in their package modules, full tier, trained runs memoised."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from transformer_math.claims.registry import Context, Size, Tier, all_claims
+from transformer_math.claims.robotics import chunking
+from transformer_math.claims.robotics._common import preset
+from transformer_math.experiments import memo, robotics_compounding
+
+ROBOTICS = {c.id: c for c in all_claims() if c.topic == "robotics"}
+
+
+def test_all_robotics_claims_registered_in_full_tier() -> None:
+    assert set(ROBOTICS) == {
+        "robotics.compounding-error",
+        "robotics.chunking-tradeoff",
+        "robotics.multimodal-actions",
+        "robotics.dt-stitching",
+        "robotics.dt-return-reachability",
+    }
+    assert all(c.tier is Tier.FULL and c.falsifier is not None for c in ROBOTICS.values())
+
+
+def test_preset_takes_size_seed_and_overrides() -> None:
+    ctx = Context(seed=3, size=Size.TINY)
+    cfg = preset(robotics_compounding.CompoundingConfig, ctx, noise_tau=0.01)
+    assert cfg.seed == 3 and cfg.noise_tau == 0.01
+    assert cfg == robotics_compounding.CompoundingConfig(
+        **{**robotics_compounding.CompoundingConfig.tiny().__dict__, "seed": 3,
+           "noise_tau": 0.01})
+
+
+def test_compounding_trains_once_per_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second evaluation of the same config (e.g. another claim or executor) reuses the
+    trained policies; a different config trains again."""
+    calls: list[object] = []
+
+    def fake_train(cfg: object, progress: object = None) -> SimpleNamespace:
+        calls.append(cfg)
+        return SimpleNamespace(cfg=cfg)
+
+    monkeypatch.setattr(robotics_compounding, "train_chunk_policies", fake_train)
+    monkeypatch.setattr(robotics_compounding, "evaluate_chunk_policies",
+                        lambda cfg, trained: trained)
+    memo.clear()
+    try:
+        a = robotics_compounding.CompoundingConfig.tiny()
+        b = robotics_compounding.CompoundingConfig(**{**a.__dict__, "noise_tau": 0.01})
+        first = chunking._compounding(a)
+        assert chunking._compounding(a) is first and len(calls) == 1
+        chunking._compounding(b)
+        assert calls == [a, b]
+    finally:
+        memo.clear()

@@ -1,0 +1,119 @@
+"""Tests of experiments/rope_extrapolation.py that train nothing (the tiny run is in
+tests/claims/position/test_extrapolation.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from transformer_math.experiments.rope_extrapolation import (
+    ROPE_VARIANTS,
+    SCHEMES,
+    RopeExtrapolationConfig,
+    build_position_lm,
+    copy_task_batch,
+    evaluate_by_position,
+    high_interpolation_frequencies,
+    position_lm_config,
+    variant_rotary,
+    window_mask,
+)
+from transformer_math.functional.rope_scaling import compute_rope_frequencies, default_inv_freq
+from transformer_math.nn.transformer import Transformer
+
+
+def test_copy_task_mask_marks_predictable_targets() -> None:
+    g = torch.Generator().manual_seed(0)
+    tokens, mask = copy_task_batch(4, 40, 16, 2, 6, g)
+    assert tokens.shape == (4, 41) and mask.shape == (4, 40)
+    assert mask.any()
+    # every masked target equals a token earlier in the row (it is a copy)
+    for b in range(4):
+        for t in torch.nonzero(mask[b]).flatten().tolist():
+            assert int(tokens[b, t + 1]) in tokens[b, : t + 1].tolist()
+    again = copy_task_batch(4, 40, 16, 2, 6, torch.Generator().manual_seed(0))
+    assert torch.equal(again[0], tokens)
+
+
+def test_config_validation_and_presets() -> None:
+    for preset in (RopeExtrapolationConfig.tiny(), RopeExtrapolationConfig.default(),
+                   RopeExtrapolationConfig.large()):
+        assert preset.eval_len == preset.train_len * preset.eval_factor
+    with pytest.raises(ValueError, match="seg_max"):
+        RopeExtrapolationConfig(train_len=8, seg_max=8)
+    with pytest.raises(ValueError, match="schemes"):
+        RopeExtrapolationConfig(schemes=("nope",))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        RopeExtrapolationConfig().steps = 1  # type: ignore[misc]
+
+
+def test_high_interpolation_mirrors_yarn() -> None:
+    cfg = RopeExtrapolationConfig.default()
+    hd = cfg.d_model // cfg.num_heads
+    inv = default_inv_freq(hd, cfg.rope_base)
+    yarn, _ = compute_rope_frequencies("yarn", hd, cfg.rope_base, {
+        "factor": cfg.scale, "original_max_position_embeddings": cfg.train_len})
+    mirror, factor = high_interpolation_frequencies(cfg)
+    assert factor > 1
+    kept_by_yarn = torch.isclose(yarn, inv)
+    interpolated_by_yarn = torch.isclose(yarn, inv / cfg.scale)
+    torch.testing.assert_close(mirror[kept_by_yarn], inv[kept_by_yarn] / cfg.scale)
+    torch.testing.assert_close(mirror[interpolated_by_yarn], inv[interpolated_by_yarn])
+
+
+def test_model_is_a_transformer_config_preset() -> None:
+    cfg = RopeExtrapolationConfig.tiny()
+    for scheme in SCHEMES:
+        tc = position_lm_config(cfg, scheme)
+        assert (tc.position, tc.vocab_size, tc.hidden_size) == (scheme, 16, 32)
+        assert tc.max_seq_len == cfg.eval_len and tc.head_bias and tc.causal
+        assert tc.intermediate_size == cfg.mlp_ratio * cfg.d_model
+        assert (tc.norm, tc.norm_placement, tc.feedforward) == ("layernorm", "pre", "gelu")
+    # The pre-issue-13 PositionLM had 26512 parameters (rope/alibi) and a 96 x 32 table more
+    # (learned): the preset is the same network.
+    counts = {s: sum(p.numel() for p in build_position_lm(cfg, s).parameters()) for s in SCHEMES}
+    assert counts == {"rope": 26512, "alibi": 26512, "learned": 26512 + 96 * 32}
+    with pytest.raises(ValueError, match="scheme"):
+        position_lm_config(cfg, "sinusoidal")
+
+
+def test_models_build_scale_and_are_seeded() -> None:
+    cfg = RopeExtrapolationConfig.tiny()
+    tokens = torch.zeros(2, cfg.eval_len, dtype=torch.long)
+    for scheme in SCHEMES:
+        model = build_position_lm(cfg, scheme)
+        assert isinstance(model, Transformer)
+        assert model(tokens).shape == (2, cfg.eval_len, cfg.vocab_size)
+    a, b = build_position_lm(cfg, "rope"), build_position_lm(cfg, "rope")
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+    model = build_position_lm(cfg, "rope")
+    plain = model(tokens)
+    for variant in ROPE_VARIANTS:
+        model.set_rotary(variant_rotary(variant, cfg))
+        out = model(tokens)
+        assert torch.isfinite(out).all()
+        if variant in ("none", "window"):  # the unscaled rotary: same model
+            torch.testing.assert_close(out, plain)
+    with pytest.raises(ValueError, match="position='rope'"):
+        build_position_lm(cfg, "alibi").set_rotary(variant_rotary("linear", cfg))
+    with pytest.raises(ValueError, match="variant"):
+        variant_rotary("bogus", cfg)
+
+
+def test_window_mask_limits_attention_to_the_last_keys() -> None:
+    mask = window_mask(5, 2)
+    assert mask.dtype == torch.bool and mask.shape == (5, 5)
+    # query i may attend keys j with i - j < 2 (j > i is removed by causality in the model)
+    assert mask[4].tolist() == [False, False, False, True, True]
+    cfg = RopeExtrapolationConfig.tiny()
+    model = build_position_lm(cfg, "rope")
+    g = torch.Generator().manual_seed(1)
+    tokens, mask = copy_task_batch(4, 48, cfg.vocab_size, cfg.seg_min, cfg.seg_max, g)
+    wide = evaluate_by_position(model, tokens, mask, cfg.bin_width, window=48)
+    plain = evaluate_by_position(model, tokens, mask, cfg.bin_width)
+    # a window as long as the sequence changes nothing
+    torch.testing.assert_close(torch.tensor(wide[1]), torch.tensor(plain[1]))
+    narrow = evaluate_by_position(model, tokens, mask, cfg.bin_width, window=2)
+    assert narrow[1] != plain[1]
