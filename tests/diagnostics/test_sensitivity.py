@@ -2,37 +2,35 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
 
 from transformer_math.data.parity import parity
+from transformer_math.diagnostics.fits import fit_power_law
 from transformer_math.diagnostics.sensitivity import (
     BoundedAttentionLayer,
     boolean_sensitivity,
-    fit_loglog_slope,
     single_flip_sensitivity,
 )
 
 
 def test_fit_recovers_a_known_power_law():
     xs = [16.0, 64.0, 256.0, 1024.0]
-    fit = fit_loglog_slope(xs, [3.0 / x for x in xs])
-    assert fit.slope == pytest.approx(-1.0, abs=1e-12)
-    assert fit.intercept == pytest.approx(math.log(3.0), abs=1e-12)
-    assert fit.r_squared == pytest.approx(1.0)
+    fit = fit_power_law(xs, [3.0 / x for x in xs])
+    assert fit.exponent == pytest.approx(-1.0, abs=1e-12)
+    assert fit.prefactor == pytest.approx(3.0, rel=1e-12)
+    assert fit.r2 == pytest.approx(1.0)
     with pytest.raises(ValueError, match="positive"):
-        fit_loglog_slope([1.0, 2.0], [1.0, 0.0])
-    with pytest.raises(ValueError, match="equally long"):
-        fit_loglog_slope([1.0], [1.0])
+        fit_power_law([1.0, 2.0], [1.0, 0.0])
+    with pytest.raises(ValueError, match="at least 2 points"):
+        fit_power_law([1.0], [1.0])
 
 
 def test_bounded_layer_sensitivity_decays_like_one_over_n_and_respects_the_bound():
     layer = BoundedAttentionLayer(8, torch.Generator().manual_seed(0))
     ns = [16, 64, 256]
     sens = [single_flip_sensitivity(layer, n, 16, torch.Generator().manual_seed(n)) for n in ns]
-    assert fit_loglog_slope([float(n) for n in ns], sens).slope == pytest.approx(-1.0, abs=0.2)
+    assert fit_power_law([float(n) for n in ns], sens).exponent == pytest.approx(-1.0, abs=0.2)
     assert all(s <= layer.hahn_bound(n + 1) for s, n in zip(sens, ns, strict=True))
 
 

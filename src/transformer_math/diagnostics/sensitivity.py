@@ -18,7 +18,6 @@ dividing by their sum: a deliberately wrong layer whose per-symbol influence doe
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -28,31 +27,6 @@ from transformer_math.nn.attention import MultiHeadAttention
 from transformer_math.nn.init import no_init_draws
 
 NORMALISATIONS = ("softmax", "none")
-
-
-@dataclass(frozen=True)
-class SlopeFit:
-    """Least-squares line log y = slope * log x + intercept, with its R^2."""
-
-    slope: float
-    intercept: float
-    r_squared: float
-
-
-def fit_loglog_slope(xs: list[float], ys: list[float]) -> SlopeFit:
-    """Fit log(y) against log(x) by least squares (float64)."""
-    if len(xs) != len(ys) or len(xs) < 2:
-        raise ValueError(f"need two equally long lists of >= 2 values, got {len(xs)} and {len(ys)}")
-    if any(not (math.isfinite(v) and v > 0) for v in [*xs, *ys]):
-        raise ValueError("all xs and ys must be positive and finite for a log-log fit")
-    lx = torch.tensor([math.log(v) for v in xs], dtype=torch.float64)
-    ly = torch.tensor([math.log(v) for v in ys], dtype=torch.float64)
-    design = torch.stack([lx, torch.ones_like(lx)], dim=1)  # (P, 2)
-    coef = torch.linalg.lstsq(design, ly[:, None]).solution[:, 0]
-    resid = ly - design @ coef
-    total = ((ly - ly.mean()) ** 2).sum()
-    r2 = 1.0 - float((resid**2).sum() / total) if float(total) > 0 else 1.0
-    return SlopeFit(float(coef[0]), float(coef[1]), r2)
 
 
 class BoundedAttentionLayer:

@@ -23,7 +23,7 @@ from transformer_math.claims.registry import (
     claim,
 )
 from transformer_math.data.parity import parity
-from transformer_math.diagnostics.sensitivity import fit_loglog_slope
+from transformer_math.diagnostics.fits import fit_power_law
 from transformer_math.theory.parity_margin import ParityMarginConstruction, exhaustive_bits
 
 SEED_000_85 = "000 §8.3.5"
@@ -66,7 +66,7 @@ def check_parity_margin(ctx: Context, gain: float | None = None) -> Evidence:
         accuracy.append(float((net.predict(bits) == parity(bits)).double().mean()))
     # float64 sums of n + 1 terms: relative rounding <= (n + 1) * 1.1e-16 < 1e-12 here
     rel = 1e-9
-    fit = fit_loglog_slope([float(n + 1) for n in lengths], margins)
+    fit = fit_power_law([float(n + 1) for n in lengths], margins)
     conditions = [
         at_most("max over n of |margin - 1/(n+1)| / (1/(n+1))",
                 max(abs(m - p) / p for m, p in zip(margins, predicted, strict=True)), rel),
@@ -77,7 +77,7 @@ def check_parity_margin(ctx: Context, gain: float | None = None) -> Evidence:
     return Evidence(
         predicted={"margin": "1/(n+1)", "accuracy": 1.0, "slope_vs_n+1": -1.0},
         measured={"margins": [float(f"{m:.6g}") for m in margins], "accuracy": min(accuracy),
-                  "slope_vs_n+1": round(fit.slope, 4),
+                  "slope_vs_n+1": round(fit.exponent, 4),
                   "required_gain": [round(1 / m, 2) for m in margins]},
         tolerance={"margin_rel": rel},
         verdict=agreement(ok),

@@ -22,7 +22,7 @@ from transformer_math.claims.registry import (
     claim,
     close_to,
 )
-from transformer_math.diagnostics.sensitivity import fit_loglog_slope
+from transformer_math.diagnostics.fits import fit_power_law
 from transformer_math.theory.approximation import (
     bilinear_grid_approximant,
     neurons_for_accuracy,
@@ -52,9 +52,9 @@ def _measured_exponents(ctx: Context) -> dict[str, dict[str, float]]:
         for m in units:
             with torch.no_grad():
                 errs.append(float((relu_interpolant_1d(fn, m)(x) - fn(x)).abs().max()))
-        fit = fit_loglog_slope([float(m) for m in units], errs)
-        cases[name] = {"dim": dim, "s": s, "measured_d_over_s": -1.0 / fit.slope,
-                       "r2": fit.r_squared, "units": units, "errors": errs}
+        fit = fit_power_law([float(m) for m in units], errs)
+        cases[name] = {"dim": dim, "s": s, "measured_d_over_s": -1.0 / fit.exponent,
+                       "r2": fit.r2, "units": units, "errors": errs}
     pts = torch.rand(10_000 if small else 40_000, 2, generator=ctx.generator(31),
                      dtype=torch.float64) * 2 - 1
 
@@ -67,9 +67,9 @@ def _measured_exponents(ctx: Context) -> dict[str, dict[str, float]]:
         approx = bilinear_grid_approximant(f2, m)
         errs.append(float((approx(pts) - f2(pts[:, 0], pts[:, 1])).abs().max()))
     params = [float(m * m) for m in per_axis]
-    fit = fit_loglog_slope(params, errs)
+    fit = fit_power_law(params, errs)
     cases["d=2,s=2 (sin 2x cos 3y, bilinear grid)"] = {
-        "dim": 2, "s": 2.0, "measured_d_over_s": -1.0 / fit.slope, "r2": fit.r_squared,
+        "dim": 2, "s": 2.0, "measured_d_over_s": -1.0 / fit.exponent, "r2": fit.r2,
         "units": params, "errors": errs}
     return cases
 
