@@ -92,3 +92,23 @@ def test_bypassed_hook_points_give_the_same_output(model_and_tokens) -> None:  #
         bare = model(tokens)
     assert torch.equal(bare, model(tokens))
     assert not HookPoint().active()
+
+
+def test_a_hook_registered_directly_on_a_point_is_seen_and_then_skipped_again() -> None:
+    from transformer_math.nn.hooks import hooks_live
+
+    model = build_transformer(CFG, 0)
+    seen: list[torch.Size] = []
+    handle = model.layers[0].attn.hook_pattern.register_forward_hook(
+        lambda module, args, out: seen.append(out.shape))
+    model(torch.tensor([[1, 2, 3]]))
+    assert seen == [torch.Size([1, 2, 3, 3])]
+    handle.remove()
+    assert not hooks_live()
+    model(torch.tensor([[1, 2]]))
+    assert len(seen) == 1
+    glob = torch.nn.modules.module.register_module_forward_hook(lambda m, a, o: None)
+    try:
+        assert hooks_live()  # torch's global module hooks must see every hook point
+    finally:
+        glob.remove()

@@ -46,7 +46,7 @@ from transformer_math.functional.attention import (
     scaled_dot_product_attention,
 )
 from transformer_math.functional.softmax import stable_softmax
-from transformer_math.nn.hooks import HookPoint
+from transformer_math.nn.hooks import HookPoint, hooks_live
 from transformer_math.nn.position import ALiBi, RotaryEmbedding
 
 
@@ -214,14 +214,16 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError("rotary embedding is defined for self-attention (key=None) only")
             q = self.rotary.rotate(q, position_ids)
             k = self.rotary.rotate(k, position_ids)
-        q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
+        live = hooks_live()  # one check per call; hook points are skipped while nothing listens
+        if live:
+            q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
         if kv_cache is not None:
             k, v = kv_cache.append(k, v)
         if self.alibi is not None:
             attn_mask = self._with_alibi(attn_mask, position_ids, k.shape[-2], q.dtype)
         scale = None if self.scale_fn is None else self.scale_fn(self.head_dim, k.shape[-2])
         dropout_p = self.dropout if self.training else 0.0
-        if self.hook_scores.active():
+        if live and self.hook_scores.active():
             if not ATTENTION_BACKENDS.metadata(self.backend)["exact"]:
                 raise ValueError(f"hook_scores needs a softmax backend; {self.backend!r} is not "
                                  "exact softmax attention (listen to hook_pattern instead)")
@@ -231,7 +233,7 @@ class MultiHeadAttention(nn.Module):
             weights = self.hook_pattern(stable_softmax(scores, dim=-1))
             z = self._attend(weights, v, dropout_p)
         else:
-            listening = self.hook_pattern.active()
+            listening = live and self.hook_pattern.active()
             out = scaled_dot_product_attention(
                 q, k, v, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
                 is_causal=is_causal, scale=scale, dropout_p=dropout_p,
@@ -243,7 +245,8 @@ class MultiHeadAttention(nn.Module):
                 weights = self.hook_pattern(out.weights)
                 if weights is not out.weights:  # the pattern was patched: recompute P V
                     z = self._attend(weights, v, dropout_p)
-        z = self.hook_z(z)
+        if live:
+            z = self.hook_z(z)
         b, _, t, _ = z.shape
         return self.out_proj(z.transpose(1, 2).reshape(b, t, self.num_heads * self.head_dim))
 

@@ -10,9 +10,10 @@ sublayer outputs, the residual stream). Its name is its path in ``model.named_mo
 * :func:`hooks` installs temporary callbacks ``fn(tensor, hook) -> tensor | None`` for the length
   of a ``with`` block (ablation, patching, steering); a returned tensor replaces the value.
 
-Cost when unused: ``HookPoint.__call__`` returns its input at once when no hook is registered
-(neither on the point nor torch's global module hooks), so a model full of hook points runs
-as fast as one without them (``tmath bench hooks`` measures the ratio).
+Cost when unused: the model's hot loops ask :func:`hooks_live` once per forward and skip every
+hook point while no callback is registered anywhere (on a hook point, or torch's global module
+hooks); a hook point called anyway returns its input at once. So a model full of hook points
+runs as fast as one without them (``tmath bench -k hooks`` measures the ratio).
 
 Some hook points are computed only on demand: the attention logits and pattern exist only when
 something listens (``MultiHeadAttention`` then asks its backend for the weights); see
@@ -22,6 +23,7 @@ something listens (``MultiHeadAttention`` then asks its backend for the weights)
 from __future__ import annotations
 
 import fnmatch
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -31,6 +33,25 @@ from torch import Tensor, nn
 from torch.nn.modules import module as _torch_module
 
 HookFn = Callable[[Tensor, "HookPoint"], Tensor | None]
+
+_WITH_HOOKS: list[weakref.ref[HookPoint]] = []  # points that were given a hook (a plain list:
+#                                                 its emptiness is tested at C speed)
+
+
+def hooks_live() -> bool:
+    """True when some hook point has a callback, or torch has global module hooks.
+
+    Cheap when nothing was ever registered (an empty set); points whose hooks were all removed
+    are dropped from the set as they are found.
+    """
+    if _torch_module._global_forward_hooks or _torch_module._global_forward_pre_hooks:
+        return True
+    if not _WITH_HOOKS:
+        return False
+    live = [ref for ref in _WITH_HOOKS if (p := ref()) is not None
+            and (p._forward_hooks or p._forward_pre_hooks)]
+    _WITH_HOOKS[:] = live
+    return bool(live)
 
 
 class HookPoint(nn.Module):
@@ -45,6 +66,14 @@ class HookPoint(nn.Module):
         return bool(self._forward_hooks or self._forward_pre_hooks
                     or _torch_module._global_forward_hooks
                     or _torch_module._global_forward_pre_hooks)
+
+    def register_forward_hook(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        _WITH_HOOKS.append(weakref.ref(self))
+        return super().register_forward_hook(*args, **kwargs)
+
+    def register_forward_pre_hook(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        _WITH_HOOKS.append(weakref.ref(self))
+        return super().register_forward_pre_hook(*args, **kwargs)
 
     def forward(self, x: Tensor) -> Tensor:
         return x
@@ -62,7 +91,8 @@ def name_hook_points(model: nn.Module) -> dict[str, HookPoint]:
     points = {}
     for name, module in model.named_modules():
         if isinstance(module, HookPoint):
-            module.name = name
+            if module.name != name:  # nn.Module.__setattr__ is slow: set a name once
+                module.name = name
             points[name] = module
     return points
 
@@ -77,6 +107,9 @@ def _select(points: Mapping[str, HookPoint], names: Iterable[str] | str | Callab
     patterns = [names] if isinstance(names, str) else list(names)
     chosen: dict[str, HookPoint] = {}
     for pattern in patterns:
+        if pattern in points:  # an exact name: no pattern matching needed
+            chosen[pattern] = points[pattern]
+            continue
         hits = [n for n in points if fnmatch.fnmatchcase(n, pattern)]
         if not hits:
             raise ValueError(f"names: no hook point matches {pattern!r}; the model has "
@@ -93,20 +126,25 @@ def hooks(model: nn.Module, callbacks: Mapping[str, HookFn]) -> Iterator[None]:
     intervention) or None to leave it. Every handle is removed on exit, also after an error.
     """
     points = name_hook_points(model)
+    with _installed([(p, fn) for pattern, fn in callbacks.items()
+                     for p in _select(points, pattern).values()]):
+        yield
+
+
+@contextmanager
+def _installed(pairs: list[tuple[HookPoint, HookFn]]) -> Iterator[None]:
     handles = []
     try:
-        for pattern, fn in callbacks.items():
-            for point in _select(points, pattern).values():
-                def forward_hook(module: nn.Module, args: tuple[Any, ...], output: Tensor,
-                                 fn: HookFn = fn) -> Tensor | None:
-                    assert isinstance(module, HookPoint)
-                    replaced = fn(output, module)
-                    if replaced is not None and replaced.shape != output.shape:
-                        raise ValueError(f"hook at {module.name} returned shape "
-                                         f"{tuple(replaced.shape)}, expected "
-                                         f"{tuple(output.shape)}")
-                    return replaced
-                handles.append(point.register_forward_hook(forward_hook))
+        for point, fn in pairs:
+            def forward_hook(module: nn.Module, args: tuple[Any, ...], output: Tensor,
+                             fn: HookFn = fn) -> Tensor | None:
+                assert isinstance(module, HookPoint)
+                replaced = fn(output, module)
+                if replaced is not None and replaced.shape != output.shape:
+                    raise ValueError(f"hook at {module.name} returned shape "
+                                     f"{tuple(replaced.shape)}, expected {tuple(output.shape)}")
+                return replaced
+            handles.append(point.register_forward_hook(forward_hook))
         yield
     finally:
         for handle in handles:
@@ -135,7 +173,7 @@ def run_with_cache(
             raise RuntimeError(f"hook point {hook.name} fired twice in one run_with_cache call")
         cache[hook.name] = t.detach() if detach else t
 
-    with hooks(model, {name: store for name in points}):
+    with _installed([(point, store) for point in points.values()]):
         output = model(*args, **kwargs)
     return output, cache
 

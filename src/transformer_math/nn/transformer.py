@@ -31,7 +31,7 @@ from torch import Tensor, nn
 from transformer_math.nn.attention import KVCache, MultiHeadAttention, count_parameters
 from transformer_math.nn.config import SUBLAYERS, TransformerConfig
 from transformer_math.nn.feedforward import build_feedforward
-from transformer_math.nn.hooks import HookPoint
+from transformer_math.nn.hooks import HookPoint, hooks_live
 from transformer_math.nn.init import normal_matrices_, reset_children, seeded
 from transformer_math.nn.norms import build_norm
 from transformer_math.nn.position import POSITIONS, RotaryEmbedding
@@ -74,9 +74,11 @@ class TransformerBlock(nn.Module):
         self.hook_resid_post = HookPoint()  # (B, T, d)
 
     def _sublayer(self, h: Tensor, norm: nn.Module, branch: Callable[[Tensor], Tensor],
-                  hook: HookPoint) -> Tensor:
+                  hook: HookPoint | None) -> Tensor:
         """pre: h + drop(f(N h)); post: N(h + drop(f h)); ``hook`` sees f's output."""
-        out = hook(branch(norm(h) if self.pre else h))
+        out = branch(norm(h) if self.pre else h)
+        if hook is not None:
+            out = hook(out)
         if self.dropout is not None:
             out = self.dropout(out)
         return h + out if self.pre else norm(h + out)
@@ -95,7 +97,9 @@ class TransformerBlock(nn.Module):
     ) -> Tensor:
         """h (B, T, d) -> (B, T, d). ``memory`` (B, S, d) feeds the cross-attention."""
         causal = self.config.causal if is_causal is None else is_causal
-        h = self.hook_resid_pre(h)
+        live = hooks_live()  # hook points are skipped while nothing listens
+        if live:
+            h = self.hook_resid_pre(h)
         if self.attn is not None:
             assert self.attn_norm is not None
             attn = self.attn
@@ -104,8 +108,10 @@ class TransformerBlock(nn.Module):
                 return attn(x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
                             is_causal=causal, kv_cache=kv_cache, position_ids=position_ids)
 
-            h = self.hook_resid_mid(
-                self._sublayer(h, self.attn_norm, self_attention, self.hook_attn_out))
+            h = self._sublayer(h, self.attn_norm, self_attention,
+                               self.hook_attn_out if live else None)
+            if live:
+                h = self.hook_resid_mid(h)
         if self.cross_attn is not None:
             assert self.cross_norm is not None
             if memory is None:
@@ -120,12 +126,14 @@ class TransformerBlock(nn.Module):
             def cross_attention(x: Tensor) -> Tensor:
                 return cross(x, memory, memory, key_padding_mask=memory_key_padding_mask)
 
-            h = self.hook_resid_cross(
-                self._sublayer(h, self.cross_norm, cross_attention, self.hook_cross_out))
+            h = self._sublayer(h, self.cross_norm, cross_attention,
+                               self.hook_cross_out if live else None)
+            if live:
+                h = self.hook_resid_cross(h)
         if self.ffn is not None:
             assert self.ffn_norm is not None
-            h = self._sublayer(h, self.ffn_norm, self.ffn, self.hook_ffn_out)
-        return self.hook_resid_post(h)
+            h = self._sublayer(h, self.ffn_norm, self.ffn, self.hook_ffn_out if live else None)
+        return self.hook_resid_post(h) if live else h
 
 
 class Transformer(nn.Module):
@@ -209,7 +217,7 @@ class Transformer(nn.Module):
             h = inputs_embeds if self.embed_inputs is None else self.embed_inputs(inputs_embeds)
         if self.embed_positions is not None:
             h = self.embed_positions(h, position_ids)
-        return self.hook_embed(h)
+        return self.hook_embed(h) if hooks_live() else h
 
     def forward(
         self,
@@ -298,7 +306,7 @@ class Transformer(nn.Module):
                       memory_key_padding_mask=memory_key_padding_mask)
         if self.final_norm is not None:
             h = self.final_norm(h)
-        return self.hook_final(h)
+        return self.hook_final(h) if hooks_live() else h
 
     def _check_tokens(self, input_ids: Tensor) -> None:
         if (not isinstance(input_ids, Tensor) or input_ids.dim() != 2
