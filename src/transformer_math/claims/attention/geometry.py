@@ -32,6 +32,14 @@ from transformer_math.claims.registry import (
     claim,
 )
 from transformer_math.functional import attention_logits, scaled_dot_product_attention
+from transformer_math.nn.attention import MultiHeadAttention
+from transformer_math.nn.hooks import run_with_cache
+
+
+def _qkv(module: MultiHeadAttention, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """q, k, v (B, H, n, d_k) of a self-attention forward, read at the module's hook points."""
+    _, cache = run_with_cache(module, x, names=["hook_q", "hook_k", "hook_v"])
+    return cache["hook_q"], cache["hook_k"], cache["hook_v"]
 
 # ---------------------------------------------------------------------------------------------
 # attention.asymmetry
@@ -94,7 +102,7 @@ def check_asymmetry(ctx: Context, *, normalization: str = "row") -> Evidence:
     with torch.no_grad():
         untied_asym = _relative_asymmetry(forward_with_pattern(module, x)[1])
         module.k_proj.weight.copy_(module.q_proj.weight)  # W_K = W_Q
-        q, k, _ = module.project_qkv(x, x, x)
+        q, k, _ = _qkv(module, x)
         logits = attention_logits(q, k, 1.0 / math.sqrt(module.head_dim))  # (B, H, n, n)
         # without the row normalisation: the kernel exp(S) itself
         weights = forward_with_pattern(module, x)[1] if normalization == "row" else logits.exp()
@@ -175,7 +183,7 @@ def _spectrum_figure(svals: Tensor, sv_big: Tensor, n: int, d: int, heads: int) 
 )
 @single_threaded
 def check_low_rank_bottleneck(ctx: Context, *, scale: str = "module") -> Evidence:
-    """Ranks of per-head logits from ``MultiHeadAttention.project_qkv`` + ``attention_logits``
+    """Ranks of per-head logits from the module's ``hook_q``/``hook_k`` + ``attention_logits``
     (d = 64, H = 8, d_k = 8, n = 64, float64), and the scale read back from the weights of the
     module's forward (its ``hook_pattern``).
 
@@ -193,7 +201,7 @@ def check_low_rank_bottleneck(ctx: Context, *, scale: str = "module") -> Evidenc
     big = build_mha(d, 1, gen, backend="reference")
     x = randn(1, n, d, generator=gen)
     with torch.no_grad():
-        q, k, v = module.project_qkv(x, x, x)  # (1, H, n, d_k)
+        q, k, v = _qkv(module, x)  # (1, H, n, d_k)
         raw = attention_logits(q, k, 1.0)  # (1, H, n, n), unscaled
         if scale == "module":
             weights = forward_with_pattern(module, x)[1]
@@ -202,7 +210,7 @@ def check_low_rank_bottleneck(ctx: Context, *, scale: str = "module") -> Evidenc
                                                  return_weights=True)
             assert wrong.weights is not None
             weights = wrong.weights
-        qb, kb, _ = big.project_qkv(x, x, x)
+        qb, kb, _ = _qkv(big, x)
         raw_big = attention_logits(qb, kb, 1.0)
     ranks = [int(r) for r in torch.linalg.matrix_rank(raw[0])]
     rank_big = int(torch.linalg.matrix_rank(raw_big[0, 0]))
