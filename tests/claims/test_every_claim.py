@@ -1,7 +1,7 @@
 """Every registered claim, at its tiny size: not failed, and its falsifier caught.
 
 This is the registry-wide guarantee of the project's standard "a check that cannot fail is a
-defect": new claims are picked up automatically by living in ``claims/<topic>.py``.
+defect": new claims are picked up automatically by living in ``claims/<topic>/``.
 """
 
 from __future__ import annotations

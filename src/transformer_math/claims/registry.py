@@ -8,9 +8,9 @@ arguments); a falsifier is *caught* when that run's verdict is ``failed``. A che
 is a defect, so every claim that can fail has a falsifier and the registry records whether it was
 caught.
 
-Claims register themselves by living in ``transformer_math/claims/<topic>.py`` and using the
-:func:`claim` decorator; :func:`all_claims` imports every such module
-(see ARCHITECTURE.md, layer 7).
+Claims register themselves by living in a topic package ``transformer_math/claims/<topic>/``
+and using the :func:`claim` decorator (the id's prefix must be the package: enforced);
+:func:`all_claims` imports every module of every topic package (see ARCHITECTURE.md, layer 7).
 """
 
 from __future__ import annotations
