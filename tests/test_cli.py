@@ -16,6 +16,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from transformer_math import bugs
 from transformer_math.claims import registry
 from transformer_math.claims.registry import (
     Claim,
@@ -25,11 +26,24 @@ from transformer_math.claims.registry import (
     Figure,
     Series,
     Verdict,
-    agreement,
-    within,
+    at_least,
+    close_to,
+    decide,
 )
 from transformer_math.cli import app, register_extra_commands
 from transformer_math.registry import Registry
+
+OFF_BY_ONE = bugs.declare_bug("testing.off-by-one", "adds one to the sum", module=__name__)
+IGNORED = bugs.declare_bug("testing.ignored", "a site the blind check ignores", module=__name__)
+
+
+def _sum() -> float:  # stands in for library code with two planted bugs
+    bugs.planted(IGNORED)
+    return 1.0 + 1.0 + (1.0 if bugs.planted(OFF_BY_ONE) else 0.0)
+
+
+def _ok(name: str = "runs") -> list:
+    return [at_least(name, 1.0, 0.0)]
 
 QUICK_IDS = [
     "testing.broken",
@@ -58,25 +72,28 @@ def fake_claims(monkeypatch: pytest.MonkeyPatch) -> dict[str, Claim]:
         "testing.caught",
         source="test seed §1",
         statement="one plus one is two",
-        falsifier=Falsifier("off-by-one", {"offset": 1.0}, "adds one to the sum"),
+        falsifier=Falsifier(OFF_BY_ONE),
     )
-    def caught(ctx: Context, offset: float = 0.0) -> Evidence:
-        measured = 1.0 + 1.0 + offset
+    def caught(ctx: Context) -> Evidence:
+        measured = _sum()
         ctx.report_progress(1.0)
-        return Evidence(2.0, measured, 1e-9, agreement(within(measured, 2.0, abs_=1e-9)))
+        margins = [close_to("sum = 2", measured, 2.0, abs_=1e-9)]
+        return Evidence(2.0, measured, 1e-9, decide(margins), margins=margins)
 
     @registry.claim(
         "testing.uncaught",
         source="test seed §2",
         statement="a check that cannot fail",
-        falsifier=Falsifier("ignored", {"offset": 5.0}),
+        falsifier=Falsifier(IGNORED),
     )
-    def uncaught(ctx: Context, offset: float = 0.0) -> Evidence:
-        return Evidence(1.0, 1.0, 0.0, Verdict.VERIFIED)
+    def uncaught(ctx: Context) -> Evidence:
+        _sum()
+        return Evidence(1.0, 1.0, 0.0, Verdict.VERIFIED, margins=_ok())
 
     @registry.claim("testing.broken", source="test seed §3", statement="two equals three")
     def broken(ctx: Context) -> Evidence:
-        return Evidence(3.0, 2.0, 0.1, agreement(within(2.0, 3.0, abs_=0.1)), notes=["off by 1"])
+        margins = [close_to("2 = 3", 2.0, 3.0, abs_=0.1)]
+        return Evidence(3.0, 2.0, 0.1, decide(margins), notes=["off by 1"], margins=margins)
 
     @registry.claim("testing.crash", source="test seed §4", statement="raises")
     def crash(ctx: Context) -> Evidence:
@@ -107,13 +124,14 @@ def fake_claims(monkeypatch: pytest.MonkeyPatch) -> dict[str, Claim]:
             [1.0, 4.0, 16.0, 64.0],
             1e-6,
             Verdict.VERIFIED,
+            margins=_ok(),
             figures=[fig],
             details={"grid": xs},
         )
 
     @registry.claim("testing.full-only", source="test seed §6", statement="slow", tier="full")
     def full_only(ctx: Context) -> Evidence:
-        return Evidence(0, 0, 0, Verdict.VERIFIED)
+        return Evidence(0, 0, 0, Verdict.VERIFIED, margins=_ok())
 
     return table
 
@@ -268,8 +286,8 @@ def test_list_table_and_json(runner: CliRunner, fake_claims: dict[str, Claim]) -
     assert [c["id"] for c in claims] == QUICK_IDS
     caught = next(c for c in claims if c["id"] == "testing.caught")
     assert caught["statement"] == "one plus one is two"
-    assert caught["falsifier"]["name"] == "off-by-one"
-    assert caught["falsifier"]["kwargs"] == {"offset": 1.0}
+    assert caught["falsifier"]["name"] == OFF_BY_ONE
+    assert caught["falsifier"]["bug"] == OFF_BY_ONE
     assert {"id", "tier", "topic", "source", "statement", "falsifier"} <= set(caught)
 
 

@@ -206,7 +206,7 @@ class _ClaimProgress:
 
 
 def _run_claims(
-    claims: Sequence[Claim], *, seed: int, size: str, threads: int
+    claims: Sequence[Claim], *, seed: int, size: str, threads: int, seeds: int = 3
 ) -> list[ClaimResult]:
     import torch
 
@@ -221,7 +221,8 @@ def _run_claims(
         for i, c in enumerate(claims):
             progress.update(task, description=c.id, completed=i)
             tracker = _ClaimProgress(progress, task, i, two_runs=c.falsifier is not None)
-            results.append(run_claim(c, Context(seed=seed, size=Size(size), progress=tracker)))
+            ctx = Context(seed=seed, size=Size(size), progress=tracker, seeds=seeds)
+            results.append(run_claim(c, ctx))
         progress.update(task, completed=len(claims))
     return results
 
@@ -246,6 +247,11 @@ PatternOption = Annotated[
     typer.Option("-k", "--pattern", help="Regular expression matched against claim id and topic."),
 ]
 SeedOption = Annotated[int, typer.Option("--seed", min=0, help="Seed of every random draw.")]
+SeedsOption = Annotated[
+    int,
+    typer.Option("--seeds", min=1,
+                 help="Seeds a training claim runs: --seed, --seed + 1, ... (default 3)."),
+]
 SizeOption = Annotated[
     str,
     typer.Option(
@@ -259,6 +265,7 @@ def verify(
     tier: TierOption = "quick",
     pattern: PatternOption = None,
     seed: SeedOption = 0,
+    seeds: SeedsOption = 3,
     size: SizeOption = "default",
     json_file: Annotated[
         Path | None, typer.Option("--json", help="Write the results document to this file.")
@@ -273,7 +280,8 @@ def verify(
 ) -> None:
     """Run claims with their falsifiers and print a table of verdicts.
 
-    Exits 0 when nothing failed, 1 when a claim failed or a falsifier was not caught.
+    Exits 0 when nothing failed, 1 when a claim failed, obtained a verdict other than the one
+    it expects, or a falsifier (a bug planted in the library) was not caught.
     """
     tier = _choice(tier, TIERS, "--tier")
     size = _choice(size, SIZES, "--size")
@@ -290,8 +298,10 @@ def verify(
         if pattern:
             raise UsageError(f"no claim of tier {tier!r} matches -k {pattern!r} (see 'tmath list')")
         _stderr().print(f"no claims of tier {tier!r} are registered")
-    results = _run_claims(claims, seed=seed, size=size, threads=threads) if claims else []
-    document = build_results(results, seed=seed, tier=tier, size=size, pattern=pattern)
+    results = (_run_claims(claims, seed=seed, size=size, threads=threads, seeds=seeds)
+               if claims else [])
+    document = build_results(results, seed=seed, tier=tier, size=size, pattern=pattern,
+                             seeds=seeds)
 
     out = _stdout()
     if results:
@@ -353,6 +363,7 @@ def show(
     ],
     json_output: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     seed: SeedOption = 0,
+    seeds: SeedsOption = 3,
     size: SizeOption = "default",
 ) -> None:
     """Run one claim and print everything about it (exit 1 when it fails)."""
@@ -366,7 +377,7 @@ def show(
         c = get_claim(claim_id)
     except KeyError as exc:
         raise UsageError(str(exc.args[0]) if exc.args else f"no claim {claim_id!r}") from None
-    (result,) = _run_claims([c], seed=seed, size=size, threads=1)
+    (result,) = _run_claims([c], seed=seed, size=size, threads=1, seeds=seeds)
     entry = to_jsonable(result.to_json())
     if json_output:
         typer.echo(json_text(entry))

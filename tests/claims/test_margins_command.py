@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from transformer_math import bugs
 from transformer_math.claims import registry
 from transformer_math.claims.registry import (
     Context,
@@ -25,6 +26,9 @@ from transformer_math.claims.registry import (
 from transformer_math.cli import app
 from transformer_math.registry import Registry
 
+BIG = bugs.declare_bug("testing.margins-big", "adds 1 to the error", module=__name__)
+IGNORED = bugs.declare_bug("testing.margins-ignored", "ignored by the check", module=__name__)
+
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -32,9 +36,9 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(registry, "_import_topic_modules", lambda: None)
 
     @registry.claim("testing.firm", source="s", statement="error far below tolerance",
-                    falsifier=Falsifier("big", {"extra": 1.0}))
-    def firm(ctx: Context, extra: float = 0.0) -> Evidence:
-        err = 1e-9 * (1 + ctx.seed % 2) + extra
+                    falsifier=Falsifier(BIG))
+    def firm(ctx: Context) -> Evidence:
+        err = 1e-9 * (1 + ctx.seed % 2) + (1.0 if bugs.planted(BIG) else 0.0)
         margins = [at_most("error", err, 1e-6)]
         return Evidence(0, err, 1e-6, agreement(all_hold(margins)), margins=margins)
 
@@ -49,8 +53,9 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> None:
         return Evidence(0, 1, 0, Verdict.VERIFIED, margins=[at_most("error", 1.0, 0.0)])
 
     @registry.claim("testing.blind", source="s", statement="firm, but its falsifier is missed",
-                    falsifier=Falsifier("ignored", {"extra": 1.0}))
-    def blind(ctx: Context, extra: float = 0.0) -> Evidence:
+                    falsifier=Falsifier(IGNORED))
+    def blind(ctx: Context) -> Evidence:
+        bugs.planted(IGNORED)
         margins = [at_most("error", 0.0, 1e-6)]
         return Evidence(0, 0.0, 1e-6, agreement(all_hold(margins)), margins=margins)
 

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+from transformer_math import bugs
 from transformer_math.claims.registry import (
     Claim,
     Context,
@@ -24,6 +25,7 @@ from transformer_math.claims.registry import (
     Series,
     Tier,
     Verdict,
+    at_least,
     run_claim,
 )
 from transformer_math.report.figures import draw_figure, parse_style
@@ -39,6 +41,9 @@ from transformer_math.report.results import (
 from transformer_math.report.table import format_value
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+WRONG_SCALE = bugs.declare_bug("demo.report-wrong-scale", "doubles it", module=__name__)
+NO_EFFECT = bugs.declare_bug("demo.report-no-effect", "changes nothing", module=__name__)
+OK = [at_least("runs", 1.0, 0.0)]
 
 
 def _claim(cid: str, check: Any, falsifier: Falsifier | None = None, statement: str = "s") -> Claim:
@@ -68,7 +73,8 @@ def _all_kinds_figure() -> Figure:
 def document() -> dict[str, Any]:
     """A results document with verified, uncaught, failed, figure and broken-figure claims."""
 
-    def verified(ctx: Context, wrong: bool = False) -> Evidence:
+    def verified(ctx: Context) -> Evidence:
+        wrong = bugs.planted(WRONG_SCALE)
         measured = 2.5 if wrong else 1.0
         return Evidence(
             1.0,
@@ -77,10 +83,12 @@ def document() -> dict[str, Any]:
             Verdict.FAILED if wrong else Verdict.VERIFIED,
             notes=["first note", "multi\nline note"],
             details={"values": [1, 2, 3]},
+            margins=[at_least("not wrong", 0.0 if wrong else 1.0, 1.0)],
         )
 
-    def uncaught(ctx: Context, wrong: bool = False) -> Evidence:
-        return Evidence(0.5, 0.5, 0.0, Verdict.VERIFIED)
+    def uncaught(ctx: Context) -> Evidence:
+        bugs.planted(NO_EFFECT)
+        return Evidence(0.5, 0.5, 0.0, Verdict.VERIFIED, margins=OK)
 
     def failed(ctx: Context) -> Evidence:
         return Evidence(1.0, float("nan"), 0.1, Verdict.FAILED)
@@ -88,16 +96,16 @@ def document() -> dict[str, Any]:
     def with_figures(ctx: Context) -> Evidence:
         good = _all_kinds_figure()
         broken = Figure("broken", "x", "y", [Series("bad", [1.0, 2.0], [1.0])])
-        return Evidence([1, 2], [1, 2], 0, Verdict.VERIFIED, figures=[good, broken])
+        return Evidence([1, 2], [1, 2], 0, Verdict.VERIFIED, figures=[good, broken], margins=OK)
 
     claims = [
         _claim(
             "demo.verified",
             verified,
-            Falsifier("wrong-scale", {"wrong": True}, "doubles it"),
+            Falsifier(WRONG_SCALE, "doubles it"),
             statement='softmax <rows> & sums are "one"',
         ),
-        _claim("demo.uncaught", uncaught, Falsifier("no-effect", {"wrong": True})),
+        _claim("demo.uncaught", uncaught, Falsifier(NO_EFFECT)),
         _claim("demo.failed", failed),
         _claim("demo.figures", with_figures),
     ]

@@ -1,12 +1,19 @@
 """The claim registry: every checkable statement of the seeds, with its check and its falsifier.
 
-A claim says where a statement comes from (seed file and section, or paper), what it states, and
-how to check it. Its check compares a theoretical prediction with a value measured from the
-project's own implementation and returns :class:`Evidence`. Its falsifier is the *same* check run
-on a deliberately wrong variant (the check function called with the falsifier's keyword
-arguments); a falsifier is *caught* when that run's verdict is ``failed``. A check that cannot fail
-is a defect, so every claim that can fail has a falsifier and the registry records whether it was
-caught.
+A claim says where a statement comes from (seed file and lines, or paper), what it states, and how
+to check it. Its check compares a theoretical prediction with a value measured from the
+project's own implementation and returns :class:`Evidence` whose pass conditions are
+:class:`Margin` s. The verdict follows from them (:func:`decide`):
+
+- ``failed`` when a pass condition of the correct statement does not hold;
+- ``refuted`` when they all hold *and* the seed's own version of the statement, computed by the
+  same check (``Evidence.seed_margins``), does not: a refutation is measured, never a literal;
+- ``verified`` otherwise.
+
+Each claim declares the verdict it ``expected`` and a ``version`` (bumped when its estimator or
+thresholds change); obtaining another verdict is a problem. Its falsifier names a bug planted
+in the library (:mod:`transformer_math.bugs`): the *same* check is run with that bug planted and
+the falsifier is *caught* when that run's verdict is ``failed`` (a crash is not a catch).
 
 Claims register themselves by living in a topic package ``transformer_math/claims/<topic>/``
 and using the :func:`claim` decorator (the id's prefix must be the package: enforced);
@@ -28,6 +35,7 @@ from typing import Any, TypeVar
 
 import torch
 
+from transformer_math import bugs
 from transformer_math.registry import Registry
 
 T = TypeVar("T")
@@ -195,17 +203,36 @@ class Evidence:
     #: The pass conditions as numbers (:class:`Margin`); when given, the verdict is ``failed``
     #: exactly when one of them does not hold (``run_claim`` checks this).
     margins: list[Margin] = field(default_factory=list)
+    #: The seed's own version of the statement, as pass conditions on the same measurement. A
+    #: claim is ``refuted`` exactly when every margin holds and one of these does not.
+    seed_margins: list[Margin] = field(default_factory=list)
+    #: For claims that run several seeds: ``{"seeds": [...], "values": {name: [...]}, "mean":
+    #: {...}, "spread": {...}}`` (see ``claims/seeds.py``).
+    per_seed: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
         return self.verdict is not Verdict.FAILED
 
 
-def agreement(ok: bool, *, refutes_seed: bool = False) -> Verdict:
-    """Verdict of a comparison: ``verified`` (or ``refuted`` for an audit claim) when ``ok``."""
-    if not ok:
+def agreement(ok: bool) -> Verdict:
+    """Verdict of a comparison without a seed version: ``verified`` when ``ok``, else ``failed``."""
+    return Verdict.VERIFIED if ok else Verdict.FAILED
+
+
+def decide(margins: Iterable[Margin], seed_margins: Iterable[Margin] = ()) -> Verdict:
+    """The verdict the pass conditions imply.
+
+    ``failed`` unless every margin of the correct statement holds; then ``refuted`` when the
+    seed's version (``seed_margins``, computed from the same measurement) fails somewhere, and
+    ``verified`` when it holds too or there is none.
+    """
+    if not all_hold(margins):
         return Verdict.FAILED
-    return Verdict.REFUTED if refutes_seed else Verdict.VERIFIED
+    seed_margins = list(seed_margins)
+    if seed_margins and not all(m.holds for m in seed_margins):
+        return Verdict.REFUTED
+    return Verdict.VERIFIED
 
 
 def within(measured: float, predicted: float, *, rel: float = 0.0, abs_: float = 0.0) -> bool:
@@ -215,13 +242,32 @@ def within(measured: float, predicted: float, *, rel: float = 0.0, abs_: float =
     return abs(measured - predicted) <= max(abs_, rel * abs(predicted))
 
 
+DEFAULT_SEEDS = 3  # training claims run seeds seed, seed + 1, ..., seed + seeds - 1 (issue 14)
+
+
 @dataclass(frozen=True)
 class Context:
-    """What every check receives: a seed, the size of experiments, and a progress callback."""
+    """What every check receives: a seed, how many seeds a training claim runs, the size of
+    experiments, and a progress callback."""
 
     seed: int = 0
     size: Size = Size.DEFAULT
     progress: Callable[[float], None] | None = None
+    seeds: int = DEFAULT_SEEDS
+
+    def __post_init__(self) -> None:
+        if isinstance(self.seeds, bool) or not isinstance(self.seeds, int) or self.seeds < 1:
+            raise ValueError(f"seeds must be a positive integer, got {self.seeds!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {self.seed!r}")
+
+    def seed_values(self) -> list[int]:
+        """The seeds a training claim runs: ``seed, seed + 1, ..., seed + seeds - 1``."""
+        return [self.seed + i for i in range(self.seeds)]
+
+    def with_seed(self, seed: int) -> Context:
+        """This context for one seed of a sweep (progress is left to the sweep)."""
+        return Context(seed=seed, size=self.size, progress=None, seeds=1)
 
     def generator(self, offset: int = 0) -> torch.Generator:
         """A fresh CPU generator seeded by ``seed + offset`` (no global RNG state is used)."""
@@ -248,11 +294,74 @@ CheckFn = Callable[..., Evidence]
 
 @dataclass(frozen=True)
 class Falsifier:
-    """A deliberately wrong variant: the claim's own check called with ``kwargs``."""
+    """A bug planted in the library (:mod:`transformer_math.bugs`) that the check must catch."""
+
+    bug: str
+    description: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.bug
+
+    def describe(self) -> str:
+        """The description given here, else the bug's own."""
+        if self.description:
+            return self.description
+        known = bugs.BUGS.get(self.bug)
+        return known.description if known is not None else ""
+
+
+@dataclass(frozen=True)
+class LegacyFalsifier:
+    """A deliberately wrong variant as keyword arguments of the check (being retired, issue 14:
+    a falsifier must be a bug planted in the library)."""
 
     name: str
     kwargs: dict[str, Any]
     description: str = ""
+
+    def describe(self) -> str:
+        return self.description
+
+
+SEED_FILES = {"000": "000", "003": "003", "004": "004"}  # the seed documents, by prefix
+
+
+@dataclass(frozen=True)
+class SeedRef:
+    """Lines ``start..end`` (1-based, inclusive) of seed document ``seed`` that a claim checks."""
+
+    seed: str
+    lines: tuple[int, int]
+
+    def __post_init__(self) -> None:
+        if self.seed not in SEED_FILES:
+            raise ValueError(f"seed must be one of {sorted(SEED_FILES)}, got {self.seed!r}")
+        start, end = self.lines
+        if not (isinstance(start, int) and isinstance(end, int) and 1 <= start <= end):
+            raise ValueError(f"seed lines must be 1 <= start <= end, got {self.lines!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seed": self.seed, "lines": list(self.lines)}
+
+
+@dataclass(frozen=True)
+class Refutation:
+    """One statement of a seed that a ``refuted`` claim shows wrong, and the correct one."""
+
+    seed: str
+    line: int
+    says: str
+    correct: str
+
+    def __post_init__(self) -> None:
+        if self.seed not in SEED_FILES:
+            raise ValueError(f"seed must be one of {sorted(SEED_FILES)}, got {self.seed!r}")
+        if not isinstance(self.line, int) or self.line < 1:
+            raise ValueError(f"line must be a positive integer, got {self.line!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seed": self.seed, "line": self.line, "says": self.says, "correct": self.correct}
 
 
 @dataclass(frozen=True)
@@ -263,13 +372,30 @@ class Claim:
     statement: str
     tier: Tier
     check: CheckFn
-    falsifier: Falsifier | None = None
+    falsifier: Falsifier | LegacyFalsifier | None = None
+    expected: Verdict | None = None
+    version: int = 1
+    seed_refs: tuple[SeedRef, ...] = ()
+    refutes: tuple[Refutation, ...] = ()
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z]+\.[a-z0-9-]+", self.id):
             raise ValueError(f"claim id must look like 'topic.slug', got {self.id!r}")
         if self.id.split(".")[0] != self.topic:
             raise ValueError(f"claim id {self.id!r} does not start with its topic {self.topic!r}")
+        if isinstance(self.version, bool) or not isinstance(self.version, int) or self.version < 1:
+            raise ValueError(f"claim {self.id!r}: version must be a positive integer")
+        if self.expected is Verdict.REFUTED and not self.refutes:
+            raise ValueError(f"claim {self.id!r} expects 'refuted' but names no refuted "
+                             "statement (refutes=...)")
+        if self.refutes and self.expected is not Verdict.REFUTED:
+            raise ValueError(f"claim {self.id!r} lists refuted statements but expects "
+                             f"{self.expected}")
+        if self.expected is Verdict.FAILED:
+            raise ValueError(f"claim {self.id!r}: a claim never expects 'failed'")
+
+    def claim_expected(self) -> str | None:
+        return self.expected.value if self.expected is not None else None
 
 
 CLAIMS: Registry[Claim] = Registry("claim")
@@ -297,9 +423,21 @@ def claim(
     source: str,
     statement: str,
     tier: Tier | str = Tier.QUICK,
-    falsifier: Falsifier | None = None,
+    falsifier: Falsifier | LegacyFalsifier | str | None = None,
+    expected: Verdict | str | None = None,
+    version: int = 1,
+    seed_refs: Iterable[SeedRef | tuple[str, int, int]] = (),
+    refutes: Iterable[Refutation] = (),
 ) -> Callable[[CheckFn], CheckFn]:
-    """Register the decorated function ``check(ctx, **variant) -> Evidence`` as a claim."""
+    """Register the decorated function ``check(ctx) -> Evidence`` as a claim.
+
+    ``falsifier`` is a bug name (or :class:`Falsifier`); ``seed_refs`` items are
+    :class:`SeedRef` or ``(seed, start, end)``; ``expected`` is the verdict the claim should
+    obtain (``refuted`` requires ``refutes``).
+    """
+    if isinstance(falsifier, str):
+        falsifier = Falsifier(falsifier)
+    refs = tuple(r if isinstance(r, SeedRef) else SeedRef(r[0], (r[1], r[2])) for r in seed_refs)
 
     def register(fn: CheckFn) -> CheckFn:
         topic = id.split(".")[0]
@@ -314,6 +452,10 @@ def claim(
             tier=Tier(tier),
             check=fn,
             falsifier=falsifier,
+            expected=Verdict(expected) if expected is not None else None,
+            version=version,
+            seed_refs=refs,
+            refutes=tuple(refutes),
         )
         if id in CLAIMS and CLAIMS[id].check is fn:
             return fn
@@ -325,7 +467,7 @@ def claim(
     return register
 
 
-_NOT_TOPICS = frozenset({"registry", "margins"})  # the machinery, not claims
+_NOT_TOPICS = frozenset({"registry", "margins", "seeds", "mutants"})  # the machinery, not claims
 
 
 def _import_topic_modules() -> None:
@@ -372,7 +514,11 @@ def select_claims(
 
 @dataclass
 class ClaimResult:
-    """A claim's evidence, its falsifier's evidence, and whether the falsifier was caught."""
+    """A claim's evidence, its falsifier's evidence, and whether the falsifier was caught.
+
+    ``reached`` holds the bug sites (:mod:`transformer_math.bugs`) the clean run passed: the
+    bugs this claim can possibly catch.
+    """
 
     claim: Claim
     evidence: Evidence
@@ -380,11 +526,19 @@ class ClaimResult:
     falsifier_evidence: Evidence | None = None
     falsifier_caught: bool | None = None
     error: str | None = None
+    reached: frozenset[str] = frozenset()
+
+    @property
+    def expected_met(self) -> bool:
+        """The verdict is the one the claim declares it expects (or it declares none)."""
+        return self.claim.expected is None or self.evidence.verdict is self.claim.expected
 
     @property
     def problem(self) -> bool:
-        """True when the run should make ``tmath verify`` exit 1."""
-        return self.evidence.verdict is Verdict.FAILED or self.falsifier_caught is False
+        """True when the run should make ``tmath verify`` exit 1: a failed verdict, a verdict
+        other than the expected one, or a falsifier that was not caught."""
+        return (self.evidence.verdict is Verdict.FAILED or not self.expected_met
+                or self.falsifier_caught is False)
 
     def to_json(self) -> dict[str, Any]:
         c, e = self.claim, self.evidence
@@ -392,7 +546,8 @@ class ClaimResult:
         if c.falsifier is not None:
             falsifier = {
                 "name": c.falsifier.name,
-                "description": c.falsifier.description,
+                "bug": c.falsifier.bug if isinstance(c.falsifier, Falsifier) else None,
+                "description": c.falsifier.describe(),
                 "caught": self.falsifier_caught,
                 "verdict": self.falsifier_evidence.verdict.value
                 if self.falsifier_evidence
@@ -400,12 +555,9 @@ class ClaimResult:
                 "measured": self.falsifier_evidence.measured if self.falsifier_evidence else None,
             }
         return {
-            "id": c.id,
-            "topic": c.topic,
-            "source": c.source,
-            "statement": c.statement,
-            "tier": c.tier.value,
+            **claim_json(c),
             "verdict": e.verdict.value,
+            "expected_met": self.expected_met,
             "predicted": e.predicted,
             "measured": e.measured,
             "tolerance": e.tolerance,
@@ -415,11 +567,31 @@ class ClaimResult:
             "details": e.details,
             "figures": [f.to_json() for f in e.figures],
             "margins": [m.to_json() for m in e.margins],
+            "seed_margins": [m.to_json() for m in e.seed_margins],
+            "per_seed": e.per_seed,
+            "reached_bugs": sorted(self.reached),
             "error": self.error,
         }
 
 
+def claim_json(c: Claim) -> dict[str, Any]:
+    """What ``tmath list --json`` shows of a claim (and ``verify --json`` before the run)."""
+    return {
+        "id": c.id,
+        "topic": c.topic,
+        "source": c.source,
+        "statement": c.statement,
+        "tier": c.tier.value,
+        "expected": c.expected.value if c.expected is not None else None,
+        "version": c.version,
+        "seed_refs": [r.to_json() for r in c.seed_refs],
+        "refutes": [r.to_json() for r in c.refutes],
+        "falsifier_bug": c.falsifier.bug if isinstance(c.falsifier, Falsifier) else None,
+    }
+
+
 def _run_check(fn: CheckFn, ctx: Context, kwargs: dict[str, Any]) -> tuple[Evidence, str | None]:
+    """Run one check; a crash or a verdict the margins do not imply is reported as ``failed``."""
     try:
         evidence = fn(ctx, **kwargs)
     except Exception as exc:  # a crashing check is a failed claim, reported with its traceback
@@ -436,30 +608,67 @@ def _run_check(fn: CheckFn, ctx: Context, kwargs: dict[str, Any]) -> tuple[Evide
         )
     if not isinstance(evidence, Evidence):
         raise TypeError(f"check of a claim must return Evidence, got {type(evidence).__name__}")
-    if evidence.margins and evidence.verdict is not Verdict.CITED:
-        failed = evidence.verdict is Verdict.FAILED
-        if failed == all_hold(evidence.margins):
-            broken = [m.name for m in evidence.margins if not m.holds]
-            message = (f"verdict {evidence.verdict.value!r} disagrees with the margins "
-                       f"(not holding: {broken})")
-            evidence.verdict = Verdict.FAILED
-            evidence.notes.append(message)
-            return evidence, message
+    message = _inconsistency(evidence)
+    if message is not None:
+        evidence.verdict = Verdict.FAILED
+        evidence.notes.append(message)
+        return evidence, message
     return evidence, None
 
 
-def run_claim(c: Claim, ctx: Context) -> ClaimResult:
-    """Run a claim's check, then its falsifier (the same check on the wrong variant)."""
+def _inconsistency(evidence: Evidence) -> str | None:
+    """Why the reported verdict is not the one the margins imply, or None."""
+    if evidence.verdict is Verdict.CITED:
+        return None
+    if evidence.verdict is Verdict.REFUTED and not evidence.seed_margins:
+        return ("verdict 'refuted' without the seed's version computed (seed_margins): a "
+                "refutation must be measured, never a literal")
+    if not evidence.margins:
+        if evidence.verdict is Verdict.FAILED:
+            return None
+        return f"verdict {evidence.verdict.value!r} reported without any pass condition (margins)"
+    implied = decide(evidence.margins, evidence.seed_margins)
+    if implied is not evidence.verdict:
+        broken = [m.name for m in evidence.margins if not m.holds]
+        seed_broken = [m.name for m in evidence.seed_margins if not m.holds]
+        return (f"verdict {evidence.verdict.value!r} disagrees with the margins, which imply "
+                f"{implied.value!r} (not holding: {broken}; seed's version not holding: "
+                f"{seed_broken})")
+    return None
+
+
+def run_falsifier(c: Claim, ctx: Context) -> tuple[Evidence, str | None]:
+    """The claim's check with its falsifier's bug planted (or, for a legacy falsifier, its
+    keyword arguments)."""
+    f = c.falsifier
+    if f is None:
+        raise ValueError(f"claim {c.id!r} has no falsifier")
+    if isinstance(f, LegacyFalsifier):
+        return _run_check(c.check, ctx, dict(f.kwargs))
+    with bugs.plant(f.bug):
+        return _run_check(c.check, ctx, {})
+
+
+def run_claim(c: Claim, ctx: Context, *, falsifier: bool = True) -> ClaimResult:
+    """Run a claim's check, then its falsifier (the same check with the falsifier's bug)."""
     start = time.perf_counter()
-    evidence, error = _run_check(c.check, ctx, {})
-    result = ClaimResult(claim=c, evidence=evidence, seconds=0.0, error=error)
-    if c.falsifier is not None:
-        f_evidence, f_error = _run_check(c.check, ctx, dict(c.falsifier.kwargs))
+    with bugs.recording() as reached:
+        evidence, error = _run_check(c.check, ctx, {})
+    result = ClaimResult(claim=c, evidence=evidence, seconds=0.0, error=error,
+                         reached=frozenset(reached))
+    if not result.expected_met and error is None:
+        evidence.notes.append(f"expected verdict {c.claim_expected()!r}, obtained "
+                              f"{evidence.verdict.value!r}")
+    if falsifier and c.falsifier is not None:
+        f_evidence, f_error = run_falsifier(c, ctx)
         result.falsifier_evidence = f_evidence
         # Caught means the check itself detected the wrong variant, not that it crashed.
         result.falsifier_caught = f_evidence.verdict is Verdict.FAILED and f_error is None
         if f_error is not None:
             evidence.notes.append(f"falsifier crashed instead of being detected: {f_error}")
+        if isinstance(c.falsifier, Falsifier) and c.falsifier.bug not in reached:
+            evidence.notes.append(f"the clean run never passed the site of its falsifier's bug "
+                                  f"{c.falsifier.bug!r}")
     result.seconds = time.perf_counter() - start
     return result
 
@@ -476,5 +685,6 @@ def summarize(results: Iterable[ClaimResult]) -> dict[str, Any]:
         "falsifiers": len(with_falsifier),
         "falsifiers_caught": sum(1 for r in with_falsifier if r.falsifier_caught),
         "problems": sum(1 for r in results if r.problem),
+        "unexpected": sum(1 for r in results if not r.expected_met),
         "seconds": round(sum(r.seconds for r in results), 3),
     }

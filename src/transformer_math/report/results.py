@@ -97,13 +97,14 @@ def build_results(
     tier: str,
     size: str,
     pattern: str | None = None,
+    seeds: int | None = None,
 ) -> dict[str, Any]:
     """The results document of one ``tmath verify`` run (see the package docstring)."""
     from transformer_math.claims.registry import summarize
 
     results = list(results)
     summary: dict[str, Any] = dict(summarize(results))
-    summary.update(seed=seed, tier=tier, size=size, pattern=pattern)
+    summary.update(seed=seed, tier=tier, size=size, pattern=pattern, seeds=seeds)
     summary.update(environment())
     return {
         "schema": SCHEMA,
@@ -113,22 +114,18 @@ def build_results(
 
 
 def claim_to_json(c: Claim) -> dict[str, Any]:
-    """What ``tmath list --json`` shows of a registered claim (nothing is run)."""
+    """What ``tmath list --json`` shows of a registered claim (nothing is run): id, topic, tier,
+    source, statement, expected verdict, version, seed lines, refuted statements, falsifier."""
+    from transformer_math.claims.registry import Falsifier, claim_json
+
     falsifier = None
     if c.falsifier is not None:
-        falsifier = {
-            "name": c.falsifier.name,
-            "description": c.falsifier.description,
-            "kwargs": to_jsonable(dict(c.falsifier.kwargs)),
-        }
-    return {
-        "id": c.id,
-        "topic": c.topic,
-        "tier": c.tier.value,
-        "source": c.source,
-        "statement": c.statement,
-        "falsifier": falsifier,
-    }
+        falsifier = {"name": c.falsifier.name, "description": c.falsifier.describe()}
+        if isinstance(c.falsifier, Falsifier):
+            falsifier["bug"] = c.falsifier.bug
+        else:
+            falsifier["kwargs"] = to_jsonable(dict(c.falsifier.kwargs))
+    return {**claim_json(c), "falsifier": falsifier}
 
 
 def summary_from_claims(claims: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -141,6 +138,7 @@ def summary_from_claims(claims: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         1
         for c in claims
         if c.get("verdict") == "failed"
+        or c.get("expected_met") is False
         or (isinstance(c.get("falsifier"), Mapping) and c["falsifier"].get("caught") is False)
     )
     seconds = sum(float(c.get("seconds") or 0.0) for c in claims)

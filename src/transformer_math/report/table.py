@@ -159,12 +159,20 @@ def problem_lines(claims: Iterable[Mapping[str, Any]]) -> list[Text]:
             lines.append(
                 Text.assemble(("FAILED ", "bold red"), (str(c.get("id")), "bold"), f": {reason}")
             )
+        if c.get("expected_met") is False and c.get("verdict") != "failed":
+            lines.append(
+                Text.assemble(
+                    ("UNEXPECTED VERDICT ", "bold red"),
+                    (str(c.get("id")), "bold"),
+                    f": expected {c.get('expected')}, obtained {c.get('verdict')}",
+                )
+            )
         if falsifier is not None and falsifier.get("caught") is False:
             lines.append(
                 Text.assemble(
                     ("FALSIFIER NOT CAUGHT ", "bold red"),
                     (str(c.get("id")), "bold"),
-                    f": variant {falsifier.get('name')!r} got verdict {falsifier.get('verdict')}"
+                    f": bug {falsifier.get('name')!r} planted, verdict {falsifier.get('verdict')}"
                     f" (measured {format_value(falsifier.get('measured'))})",
                 )
             )

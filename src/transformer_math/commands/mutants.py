@@ -1,0 +1,128 @@
+"""``tmath mutants``: the bug zoo against the claims; which claims kill which planted bug.
+
+Every bug declared in the library (``transformer_math.bugs``) is planted in turn and the claims
+whose clean run passed its site are run with it (``claims/mutants.py``). The table lists, per
+bug, how many claims reach it and which of them kill it; exit 1 when a bug survives every claim
+(a missing claim). Examples::
+
+    tmath mutants                          # quick tier, size tiny, the whole kill matrix
+    tmath mutants --first-kill             # stop each bug at its first kill (what CI runs)
+    tmath mutants --bug '^rope\\.' -k position --json zoo.json
+    tmath mutants --tier full --seeds 1    # training claims too
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"Error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _regex(option: str, pattern: str | None) -> str | None:
+    if pattern is None:
+        return None
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        _fail(f"{option} is not a valid regular expression ({exc}): {pattern!r}")
+    return pattern
+
+
+def mutants(
+    tier: str = typer.Option("quick", "--tier", metavar="quick|full",
+                             help="quick: the quick claims; full: every claim."),
+    pattern: str | None = typer.Option(None, "-k", "--pattern",
+                                       help="Regular expression: claims (id or topic) to use."),
+    bug_pattern: str | None = typer.Option(None, "--bug",
+                                           help="Regular expression: bugs to plant."),
+    size: str = typer.Option("tiny", "--size", metavar="tiny|default|large",
+                             help="Experiment size of every claim run."),
+    seed: int = typer.Option(0, "--seed", help="Seed of every random draw (>= 0)."),
+    seeds: int = typer.Option(1, "--seeds", help="Seeds a training claim runs (>= 1)."),
+    first_kill: bool = typer.Option(False, "--first-kill",
+                                    help="Stop each bug at the first claim that kills it."),
+    every_claim: bool = typer.Option(False, "--every-claim",
+                                     help="Run every claim, not only those reaching the bug."),
+    json_file: Annotated[Path | None, typer.Option(
+        "--json", help="Write the kill matrix as JSON.")] = None,
+    threads: int = typer.Option(1, "--threads", help="torch intra-op threads (>= 1)."),
+) -> None:
+    """Plant every bug of the zoo and show which claims kill it (exit 1 if one survives)."""
+    if tier not in ("quick", "full"):
+        _fail(f"--tier must be one of quick, full; got {tier!r}")
+    if size not in ("tiny", "default", "large"):
+        _fail(f"--size must be one of tiny, default, large; got {size!r}")
+    for name, value, low in (("--seed", seed, 0), ("--seeds", seeds, 1),
+                             ("--threads", threads, 1)):
+        if value < low:
+            _fail(f"{name} must be >= {low}, got {value}")
+    pattern = _regex("-k", pattern)
+    bug_pattern = _regex("--bug", bug_pattern)
+
+    import torch
+
+    from transformer_math.claims.mutants import run_zoo, select_bugs
+    from transformer_math.claims.registry import Context, Size, all_claims, select_claims
+
+    claims = select_claims(all_claims(), tier=tier, pattern=pattern)
+    if not claims:
+        _fail(f"no claim of tier {tier!r} matches -k {pattern!r}")
+    zoo = select_bugs(bug_pattern)
+    if not zoo:
+        _fail(f"no bug matches --bug {bug_pattern!r}")
+    torch.set_num_threads(threads)
+
+    def step(bug: str, claim_id: str) -> None:
+        sys.stderr.write(f"\r\033[K{bug} <- {claim_id}")
+        sys.stderr.flush()
+
+    report = run_zoo(claims, zoo, Context(seed=seed, size=Size(size), seeds=seeds),
+                     first_kill=first_kill, every_claim=every_claim,
+                     on_step=step if sys.stderr.isatty() else None)
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\033[K")
+    out = sys.stdout
+    width = max(len(r.bug.name) for r in report.rows)
+    out.write(f"{'bug':<{width}}  reach  kills  killed by\n")
+    for row in report.rows:
+        killers = row.ids("killed")
+        shown = ", ".join(killers[:4]) + (f", +{len(killers) - 4}" if len(killers) > 4 else "")
+        mark = shown if killers else "SURVIVES"
+        crashed = row.ids("crashed")
+        if crashed:
+            mark += f"  (crashed: {', '.join(crashed[:3])})"
+        out.write(f"{row.bug.name:<{width}}  {len(row.reached_by):>5}  {len(killers):>5}  "
+                  f"{mark}\n")
+    s = report.summary()
+    out.write(f"{s['killed']}/{s['bugs']} bugs killed by {len(claims)} {tier}-tier claims "
+              f"({s['claim_runs']} planted runs, {s['seconds']:.1f} s"
+              f"{', first kill only' if first_kill else ''})\n")
+    if s["unhealthy_claims"]:
+        out.write("claims failing without any bug (not used): "
+                  f"{', '.join(s['unhealthy_claims'])}\n")
+    for name in s["survivors"]:
+        out.write(f"SURVIVES {name}: no {tier}-tier claim catches it\n")
+    if json_file is not None:
+        doc = {"tier": tier, "size": size, "seed": seed, "seeds": seeds,
+               "pattern": pattern, "bug_pattern": bug_pattern, **report.to_json()}
+        try:
+            json_file.write_text(json.dumps(doc, indent=2) + "\n")
+        except OSError as exc:
+            _fail(f"cannot write --json file {str(json_file)!r}: {exc.strerror or exc}")
+        out.write(f"wrote {json_file}\n")
+    if s["survivors"] or s["unhealthy_claims"]:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``mutants`` to the ``tmath`` application."""
+    app.command("mutants")(mutants)
