@@ -112,11 +112,12 @@ class ZooReport:
 
 
 def select_bugs(pattern: str | None = None) -> list[bugs.Bug]:
-    """Every declared bug (all library modules imported), optionally filtered by a regex."""
+    """Every bug declared in the library (all its modules imported), optionally filtered by a
+    regex. Bugs declared outside ``transformer_math`` (tests' demo bugs) are left out."""
     import re
 
     registry = bugs.load_all()
-    names = sorted(registry)
+    names = sorted(n for n, b in registry.items() if b.module.startswith("transformer_math."))
     if pattern:
         rx = re.compile(pattern)
         names = [n for n in names if rx.search(n)]
@@ -131,17 +132,22 @@ def run_zoo(
     first_kill: bool = False,
     every_claim: bool = False,
     on_step: Callable[[str, str], None] | None = None,
+    baseline: dict[str, ClaimResult] | None = None,
 ) -> ZooReport:
     """Run each bug of ``zoo`` against the claims that reach it (``every_claim``: all claims).
 
-    ``on_step(bug, claim_id)`` is called before each run (progress display).
+    ``on_step(bug, claim_id)`` is called before each run (progress display). ``baseline``: clean
+    results of these claims already run with the same context (they are run otherwise).
     """
     start = time.perf_counter()
-    baseline: dict[str, ClaimResult] = {}
+    baseline = dict(baseline or {})
     for c in claims:
+        if c.id in baseline:
+            continue
         if on_step is not None:
             on_step("(clean)", c.id)
         baseline[c.id] = run_claim(c, ctx, falsifier=False)
+    baseline = {c.id: baseline[c.id] for c in claims}
     healthy = [c for c in claims if baseline[c.id].evidence.verdict is not Verdict.FAILED
                and baseline[c.id].expected_met]
     rows: list[BugRow] = []

@@ -180,10 +180,11 @@ def problem_lines(claims: Iterable[Mapping[str, Any]]) -> list[Text]:
 
 
 def claims_list_table(claims: Iterable[Mapping[str, Any]], *, statement_chars: int = 70) -> Table:
-    """``tmath list``: id, tier, topic, source, falsifier name, statement (cut)."""
+    """``tmath list``: id, tier, expected verdict, source, falsifier bug, statement (cut)."""
     table = Table(box=box.SIMPLE_HEAVY, header_style="bold", pad_edge=False)
     table.add_column("claim", no_wrap=True, min_width=38)
     table.add_column("tier", no_wrap=True, min_width=5)
+    table.add_column("expects", no_wrap=True)
     table.add_column("source", no_wrap=True, overflow="ellipsis", max_width=28)
     table.add_column("falsifier", no_wrap=True, overflow="ellipsis", max_width=28)
     table.add_column("statement", no_wrap=True, overflow="ellipsis", ratio=1)
@@ -192,6 +193,7 @@ def claims_list_table(claims: Iterable[Mapping[str, Any]], *, statement_chars: i
         table.add_row(
             str(c.get("id")),
             str(c.get("tier")),
+            str(c.get("expected") or DASH),
             str(c.get("source")),
             str(falsifier.get("name")) if isinstance(falsifier, Mapping) else DASH,
             format_value(c.get("statement"), max_chars=statement_chars),
@@ -225,6 +227,11 @@ def claim_detail(c: Mapping[str, Any]) -> RenderableType:
                 ("predicted", full(c.get("predicted"))),
                 ("measured", full(c.get("measured"))),
                 ("tolerance", full(c.get("tolerance"))),
+                ("expected", f"{c.get('expected') or DASH} (version {c.get('version', 1)})"),
+                ("seed lines", full(c.get("seed_refs"))),
+                ("refutes", full(c.get("refutes"))),
+                ("per seed", full(c.get("per_seed"))),
+                ("seed's version", full(c.get("seed_margins"))),
                 ("seconds", full(c.get("seconds"))),
             ]
         )
