@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 
+from transformer_math.bugs import plant
 from transformer_math.diagnostics.qk_spectrum import (
     QKSpectrumMonitor,
     head_qk_matrices,
@@ -79,3 +80,17 @@ def test_monitor_finds_every_layer_of_a_transformer():
     assert len(rows) == 2 * 4
     # rank(W_QK) <= d_k = 4 < d = 16: mean |lambda|^2 is spread over at most d_k eigenvalues
     assert all(r["max_imag"] is not None and r["eig_variance"] >= 0 for r in rows)
+
+
+def test_planted_eigvalsh_reads_one_triangle_and_eigvals_is_right():
+    g = torch.Generator().manual_seed(3)
+    p = torch.eye(6, dtype=F64) + 0.3 * torch.randn(6, 6, generator=g, dtype=F64)
+    lam = torch.tensor([0.5, 1.0, 1.5, 2.0, 2.5, 3.0], dtype=F64)
+    w = p @ torch.diag(lam) @ torch.linalg.inv(p)  # non-symmetric, known real spectrum
+    good = qk_spectrum(w)
+    assert good.eig_mean == pytest.approx(1.75, abs=1e-10)
+    assert good.eig_variance == pytest.approx(float(lam.var(correction=0)), abs=1e-10)
+    with plant("spectrum.eigvalsh-nonsymmetric"):
+        bad = qk_spectrum(w)
+    torch.testing.assert_close(bad.eigenvalues.real, torch.linalg.eigvalsh(w))
+    assert abs(bad.eig_variance - good.eig_variance) > 1e-3

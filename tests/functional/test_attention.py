@@ -10,7 +10,13 @@ import torch.nn.functional as TF
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transformer_math.functional.attention import scaled_dot_product_attention
+from transformer_math.bugs import plant
+from transformer_math.functional.attention import (
+    attention_scores,
+    default_scale,
+    repeat_kv,
+    scaled_dot_product_attention,
+)
 from transformer_math.functional.masks import causal_mask
 from transformer_math.functional.softmax import naive_softmax, stable_softmax
 
@@ -246,3 +252,111 @@ def test_causal_needs_enough_keys():
     q, k, v = _qkv(t=7, s=5)
     with pytest.raises(ValueError, match="is_causal needs k_len >= q_len"):
         scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Planted bugs (issue 14): each one differs from the correct code, and the correct code is right.
+# ---------------------------------------------------------------------------------------------
+
+
+def test_default_scale_is_one_over_sqrt_dk_and_the_planted_scales_are_not():
+    assert default_scale(64) == 0.125
+    q, k, v = _qkv(dtype=torch.float64)
+    ref = TF.scaled_dot_product_attention(q, k, v)
+    torch.testing.assert_close(scaled_dot_product_attention(q, k, v).output, ref)
+    for bug, scale in (("attention.scale-by-dk", 1 / 8), ("attention.scale-dropped", 1.0)):
+        with plant(bug):
+            assert default_scale(8) == scale
+            wrong = scaled_dot_product_attention(q, k, v).output
+            logits = attention_scores(q, k)
+        torch.testing.assert_close(wrong, TF.scaled_dot_product_attention(q, k, v, scale=scale))
+        torch.testing.assert_close(logits, q @ k.transpose(-2, -1) * scale)
+        assert not torch.allclose(wrong, ref)
+
+
+def test_repeat_kv_groups_like_hugging_face_and_the_tiled_bug_does_not():
+    x = torch.arange(2 * 3 * 4 * 5, dtype=torch.float64).view(2, 3, 4, 5)
+    grouped = repeat_kv(x, 2)
+    torch.testing.assert_close(grouped, x.repeat_interleave(2, dim=1))
+    # Hugging Face's repeat_kv (modeling_llama): expand on a new axis after the kv heads
+    hf = x[:, :, None].expand(2, 3, 2, 4, 5).reshape(2, 6, 4, 5)
+    torch.testing.assert_close(grouped, hf)
+    with plant("attention.gqa-tiled"):
+        tiled = repeat_kv(x, 2)
+    torch.testing.assert_close(tiled, x.repeat(1, 2, 1, 1))
+    assert not torch.equal(tiled, grouped)
+    torch.testing.assert_close(tiled[:, 1], x[:, 1])  # query head 1 reads kv head 1, not 0
+
+
+def test_mask_after_softmax_breaks_row_sums_and_the_correct_mask_keeps_them():
+    q, k, v = _qkv(t=6, s=6, dtype=torch.float64)
+    good = scaled_dot_product_attention(q, k, v, is_causal=True, return_weights=True).weights
+    torch.testing.assert_close(good.sum(-1), torch.ones_like(good.sum(-1)))
+    with plant("attention.mask-after-softmax"):
+        bad = scaled_dot_product_attention(q, k, v, is_causal=True, return_weights=True).weights
+    assert (bad[..., ~causal_mask(6, 6)] == 0).all()  # still zero above the diagonal ...
+    assert (bad.sum(-1)[..., :-1] < 1 - 1e-6).all()  # ... but the rows lost weight
+
+
+def test_softmax_wrong_axis_normalises_columns_and_the_correct_one_rows():
+    q, k, v = _qkv(t=5, s=7, dtype=torch.float64)
+    good = scaled_dot_product_attention(q, k, v, return_weights=True).weights
+    torch.testing.assert_close(good.sum(-1), torch.ones_like(good.sum(-1)))
+    with plant("attention.softmax-wrong-axis"):
+        bad = scaled_dot_product_attention(q, k, v, return_weights=True).weights
+    torch.testing.assert_close(bad.sum(-2), torch.ones_like(bad.sum(-2)))
+    assert (bad.sum(-1) - 1).abs().max() > 0.1
+
+
+def test_implicit_causal_masks_a_bidirectional_call_and_the_correct_code_does_not():
+    q, k, v = _qkv(t=6, s=6, dtype=torch.float64)
+    for backend in BACKENDS:
+        full = scaled_dot_product_attention(q, k, v, backend=backend).output
+        torch.testing.assert_close(full, TF.scaled_dot_product_attention(q, k, v))
+        with plant("attention.implicit-causal"):
+            bad = scaled_dot_product_attention(q, k, v, backend=backend).output
+        torch.testing.assert_close(bad, TF.scaled_dot_product_attention(q, k, v, is_causal=True))
+
+
+def test_backend_ignored_runs_the_reference_path_and_the_correct_dispatch_does_not():
+    q, k, v = _qkv(dtype=torch.float64)
+    linear = scaled_dot_product_attention(q, k, v, backend="linear").output
+    softmax = scaled_dot_product_attention(q, k, v, backend="reference").output
+    assert (linear - softmax).abs().max() > 1e-3  # elu + 1 kernel, not softmax
+    with plant("attention.backend-ignored"):
+        torch.testing.assert_close(scaled_dot_product_attention(q, k, v, backend="linear").output,
+                                   softmax)
+
+
+def test_causal_top_left_starves_cached_queries_and_bottom_right_does_not():
+    right = causal_mask(2, 5)
+    assert right.tolist() == [[True, True, True, True, False], [True] * 5]
+    with plant("attention.causal-top-left"):
+        left = causal_mask(2, 5)
+    assert left.tolist() == [[True, False, False, False, False], [True, True, False, False, False]]
+    assert torch.equal(causal_mask(4, 4), torch.ones(4, 4, dtype=torch.bool).tril())
+
+
+def test_finfo_min_mask_spreads_a_fully_masked_row_and_minus_inf_zeroes_it():
+    q, k, v = _qkv(b=2, t=3, s=4, dtype=torch.float32)
+    padding = torch.zeros(2, 4, dtype=torch.bool)
+    padding[1] = True  # every key of sequence 1
+    for backend in BACKENDS:
+        good = scaled_dot_product_attention(q, k, v, key_padding_mask=padding, backend=backend)
+        assert (good.output[1] == 0).all() and torch.isfinite(good.output).all()
+        with plant("attention.mask-finfo-min"):
+            bad = scaled_dot_product_attention(q, k, v, key_padding_mask=padding,
+                                               backend=backend)
+        torch.testing.assert_close(bad.output[1], v[1].mean(-2, keepdim=True).expand_as(
+            bad.output[1]))  # uniform weights over the padding
+        torch.testing.assert_close(bad.output[0], good.output[0])  # partial rows unchanged
+
+
+def test_softmax_without_the_max_shift_overflows_and_the_stable_one_does_not():
+    x = torch.tensor([[1000.0, 999.0, -5.0]], dtype=torch.float32)
+    good = stable_softmax(x)
+    torch.testing.assert_close(good, torch.softmax(x, dim=-1))
+    with plant("attention.softmax-no-max-shift"):
+        bad = stable_softmax(x)
+        torch.testing.assert_close(stable_softmax(x / 1000), torch.softmax(x / 1000, dim=-1))
+    assert torch.isnan(bad).any()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from transformer_math.bugs import plant
 from transformer_math.functional import scaled_dot_product_attention
 from transformer_math.nn.attention import KVCache, MultiHeadAttention, count_parameters
 from transformer_math.nn.hooks import hooks, run_with_cache
@@ -204,3 +205,32 @@ def test_reset_parameters_is_reproducible_from_a_generator():
         assert torch.equal(pa, pb)
     bound = 1 / E**0.5
     assert a.q_proj.weight.abs().max() <= bound and a.q_proj.weight.std() > bound / 3
+
+
+# Planted bugs (issue 14): each differs from the correct module, which is right.
+
+
+def test_kv_heads_ignored_builds_plain_mha_and_the_correct_module_groups():
+    with torch.no_grad():
+        good = seeded(lambda: MultiHeadAttention(E, H, num_kv_heads=2), 0)
+    assert good.k_proj.out_features == 2 * (E // H)
+    assert count_parameters(good) == (H + 2 * 2) * (E // H) * (E + 1) + E * E + E
+    with plant("attention.gqa-kv-heads-ignored"):
+        bad = seeded(lambda: MultiHeadAttention(E, H, num_kv_heads=2), 0)
+    assert bad.num_kv_heads == H and bad.k_proj.out_features == E
+    assert count_parameters(bad) == 4 * E * E + 4 * E
+
+
+def test_scale_by_model_width_differs_from_the_head_scale():
+    mha = seeded(lambda: MultiHeadAttention(E, H, backend="reference"), 0).double().eval()
+    x = _x(dtype=torch.float64)
+    with torch.no_grad():
+        q, k, v = mha.project_qkv(x, x, x)
+        good = mha(x)
+        head_scaled = scaled_dot_product_attention(q, k, v, scale=(E // H) ** -0.5).output
+        torch.testing.assert_close(good, mha.out_proj(head_scaled.transpose(1, 2).flatten(2)))
+        with plant("attention.scale-by-model-width"):
+            bad = mha(x)
+        wide = scaled_dot_product_attention(q, k, v, scale=E**-0.5).output
+    torch.testing.assert_close(bad, mha.out_proj(wide.transpose(1, 2).flatten(2)))
+    assert (bad - good).abs().max() > 1e-4

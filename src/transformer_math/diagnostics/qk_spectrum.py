@@ -39,6 +39,13 @@ import torch
 from torch import Tensor, nn
 from torch.utils.hooks import RemovableHandle
 
+from transformer_math.bugs import declare_bug, planted
+
+EIGVALSH_NONSYMMETRIC = declare_bug(
+    "spectrum.eigvalsh-nonsymmetric", "the monitor computes the eigenvalues of the non-symmetric "
+    "W_QK with torch.linalg.eigvalsh, which reads one triangle only", module=__name__,
+    seen_in="the third seed's QKSpectrumMonitor (004 ch. 12)")
+
 
 def head_qk_matrices(module: nn.Module) -> Tensor:
     """(H, d_q, d_kv) stack of W_QK^(h) read from an attention module's q_proj / k_proj.
@@ -99,6 +106,8 @@ def qk_spectrum(w_qk: Tensor) -> QKSpectrum:
     if w.shape[0] != w.shape[1]:
         return QKSpectrum(None, sv, None, None, None, None, None, None)
     eig = torch.linalg.eigvals(w)  # general (non-symmetric) eigen-solver
+    if planted(EIGVALSH_NONSYMMETRIC):  # planted bug: falsifier of spectrum.qk-localization
+        eig = torch.linalg.eigvalsh(w).to(eig.dtype)
     sym = torch.linalg.eigvalsh(0.5 * (w + w.T))  # symmetric by construction
     eig_mean, eig_var = _mean_variance(eig)
     sym_mean, sym_var = _mean_variance(sym)

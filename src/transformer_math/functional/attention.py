@@ -27,9 +27,49 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from transformer_math.bugs import declare_bug, planted
 from transformer_math.functional.masks import causal_mask, combine_masks
 from transformer_math.functional.softmax import stable_softmax
 from transformer_math.registry import Registry
+
+# Planted bugs (``transformer_math.bugs``): off unless a falsifier or ``tmath mutants`` plants them.
+SCALE_BY_DK = declare_bug(
+    "attention.scale-by-dk", "the default logit scale is 1/d_k instead of 1/sqrt(d_k)",
+    module=__name__, seen_in="000 §8.3.1 pitfall (\"换成 d_k 会过度压缩\"); a common slip when "
+    "re-implementing eq. 1 of Vaswani et al. 2017")
+SCALE_DROPPED = declare_bug(
+    "attention.scale-dropped", "the default logit scale is 1 (the 1/sqrt(d_k) factor is forgotten)",
+    module=__name__, seen_in="hand-written attention layers that compute softmax(Q K^T) V")
+GQA_TILED = declare_bug(
+    "attention.gqa-tiled", "repeat_kv tiles the key/value heads (query head h reads kv head "
+    "h % H_kv, torch.Tensor.repeat) instead of grouping them (h // (H / H_kv), repeat_interleave)",
+    module=__name__, seen_in="GQA ports that use .repeat instead of Hugging Face's repeat_kv "
+    "(expand + reshape), which silently mis-pairs heads of a pretrained checkpoint")
+MASK_AFTER_SOFTMAX = declare_bug(
+    "attention.mask-after-softmax", "the reference backend takes the softmax of the unmasked "
+    "logits and zeroes the blocked weights afterwards, without renormalising",
+    module=__name__, seen_in="000 §8.3.1 因果掩码 (\"softmax 后乘 0 ... 新手最容易在这里出 bug\")")
+SOFTMAX_WRONG_AXIS = declare_bug(
+    "attention.softmax-wrong-axis", "the reference backend normalises the weights over the "
+    "queries (dim=-2) instead of over the keys", module=__name__,
+    seen_in="F.softmax(scores, dim=1) on (B, T, S) scores; Nadaraya-Watson weights normalised "
+    "over the wrong index")
+IMPLICIT_CAUSAL = declare_bug(
+    "attention.implicit-causal", "scaled_dot_product_attention turns on the causal mask whenever "
+    "no mask is given and q_len > 1, also for bidirectional (encoder) attention", module=__name__,
+    seen_in="Hugging Face's sdpa path infers is_causal from 'no mask and q_len > 1'; encoder "
+    "models that forgot is_causal = False became causal")
+BACKEND_IGNORED = declare_bug(
+    "attention.backend-ignored", "scaled_dot_product_attention ignores the requested backend and "
+    "always runs the eager reference path (a silent fallback)", module=__name__,
+    seen_in="engines that fall back to eager attention when a fused or linear kernel is "
+    "unavailable, with only a warning")
+# (H2, issue 14) planted bug: falsifier of kernel.temperature-bandwidth
+SCALE_AS_TEMPERATURE = declare_bug(
+    "attention.scale-as-temperature", "an explicit logit scale (an inverse temperature beta) is "
+    "used as a temperature: the logits are divided by it", module=__name__,
+    seen_in="softmax_scale (multiplies, flash-attn / torch SDPA) confused with a temperature "
+    "(divides) when wrapping one attention API in another")
 
 
 class AttentionOutput(NamedTuple):
@@ -112,11 +152,25 @@ def validate_qkv(q: Tensor, k: Tensor, v: Tensor) -> None:
 
 
 def repeat_kv(x: Tensor, n_rep: int) -> Tensor:
-    """(B, H_kv, S, D) -> (B, H_kv * n_rep, S, D), each kv head repeated for its query group."""
+    """(B, H_kv, S, D) -> (B, H_kv * n_rep, S, D), each kv head repeated for its query group:
+    output head h is kv head h // n_rep (grouped, the layout of Hugging Face's ``repeat_kv``,
+    equal to ``x.repeat_interleave(n_rep, dim=1)``)."""
     if n_rep == 1:
         return x
+    if planted(GQA_TILED):  # planted bug: falsifier of attention.gqa-grouping
+        return x.repeat(1, n_rep, 1, 1)
     b, h_kv, s, d = x.shape
     return x[:, :, None].expand(b, h_kv, n_rep, s, d).reshape(b, h_kv * n_rep, s, d)
+
+
+def default_scale(head_dim: int) -> float:
+    """The logit scale 1/sqrt(d_k) (000 §8.3.1 property (2); Vaswani et al. 2017, eq. 1): it
+    makes Var(scale q.k) = 1 for q, k with independent unit-variance components."""
+    if planted(SCALE_BY_DK):  # planted bug: falsifier of attention.sqrt-dk-variance
+        return 1.0 / head_dim
+    if planted(SCALE_DROPPED):  # planted bug: falsifier of attention.softmax-saturation
+        return 1.0
+    return 1.0 / math.sqrt(head_dim)
 
 
 def attention_logits(q: Tensor, k: Tensor, scale: float) -> Tensor:
@@ -139,12 +193,20 @@ def reference_backend(
 ) -> AttentionOutput:
     """The formula as written: logits, additive mask, stable row softmax, weighted sum."""
     logits = attention_logits(q, k, scale)  # (B, H, T, S)
+    unmasked = logits
     if attn_mask is not None:
         logits = logits + attn_mask
     if is_causal:
         allowed = causal_mask(q.shape[-2], k.shape[-2], device=q.device)
         logits = logits.masked_fill(~allowed, float("-inf"))
-    weights = stable_softmax(logits, dim=-1)
+    if planted(SOFTMAX_WRONG_AXIS):  # planted bug: falsifier of attention.row-stochastic
+        weights = stable_softmax(logits, dim=-2)
+    elif planted(MASK_AFTER_SOFTMAX):  # planted bug: falsifier of attention.causal-mask
+        # finite biases (ALiBi) still enter before the softmax; the -inf entries only after it
+        before = unmasked if attn_mask is None else unmasked + attn_mask.nan_to_num(neginf=0.0)
+        weights = stable_softmax(before, dim=-1).masked_fill(torch.isneginf(logits), 0.0)
+    else:
+        weights = stable_softmax(logits, dim=-1)
     attended = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
     output = torch.matmul(attended, v)  # (B, H, T, D_v)
     return AttentionOutput(output, weights if return_weights else None)
@@ -215,9 +277,14 @@ def scaled_dot_product_attention(
     validate_qkv(q, k, v)
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"dropout_p must be in [0, 1), got {dropout_p}")
+    if (planted(IMPLICIT_CAUSAL) and attn_mask is None and key_padding_mask is None
+            and q.shape[-2] > 1 and k.shape[-2] >= q.shape[-2]):
+        is_causal = True  # planted bug: falsifier of attention.permutation-equivariance
     scale, mask = _scale_and_mask(q, k, attn_mask, key_padding_mask, is_causal, scale)
     n_rep = q.shape[1] // k.shape[1]
     k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)
+    if planted(BACKEND_IGNORED):  # planted bug: falsifier of attention.quadratic-cost
+        backend = "reference"
     fn = get_attention_backend(backend)
     return fn(
         q, k, v, attn_mask=mask, is_causal=is_causal, scale=scale, dropout_p=dropout_p,
@@ -230,7 +297,9 @@ def _scale_and_mask(
     is_causal: bool, scale: float | None,
 ) -> tuple[float, Tensor | None]:
     """The logit scale (default 1/sqrt(head_dim)) and one additive (B|1, H|1, T, S) mask."""
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    scale = default_scale(q.shape[-1]) if scale is None else float(scale)
+    if planted(SCALE_AS_TEMPERATURE) and scale != 0:  # (H2) planted bug: falsifier of
+        scale = 1.0 / scale  # kernel.temperature-bandwidth (explicit and default scales alike)
     if not math.isfinite(scale):
         raise ValueError(f"scale must be finite, got {scale}")
     b, h, t, _ = q.shape

@@ -24,8 +24,16 @@ import math
 
 from torch import Tensor
 
+from transformer_math.bugs import declare_bug, planted
 from transformer_math.functional.attention import AttentionOutput
 from transformer_math.functional.softmax import stable_softmax
+
+KEY_NORM_DROPPED = declare_bug(
+    "attention.l2-key-norm-dropped", "the L2 logits drop the ||k_j||^2 term of ||q_i - k_j||^2 "
+    "(as if it were constant along a softmax row; ||q_i||^2 is, ||k_j||^2 is not), which leaves "
+    "dot-product attention 2 q.k", module=__name__,
+    seen_in="expanding ||q - k||^2 and keeping only the cross term, the usual shortcut of "
+    "distance-based attention kernels")
 
 
 def l2_attention_logits(q: Tensor, k: Tensor, scale: float) -> Tensor:
@@ -45,6 +53,8 @@ def l2_attention_logits(q: Tensor, k: Tensor, scale: float) -> Tensor:
     q_sq = q.pow(2).sum(-1, keepdim=True)  # (B, H, T, 1)
     k_sq = k.pow(2).sum(-1).unsqueeze(-2)  # (B, H, 1, S)
     cross = q @ k.transpose(-2, -1)  # (B, H, T, S)
+    if planted(KEY_NORM_DROPPED):  # planted bug: falsifier of attention.not-globally-lipschitz
+        return -(q_sq - 2.0 * cross) * scale
     return -(q_sq - 2.0 * cross + k_sq) * scale
 
 

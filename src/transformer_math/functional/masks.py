@@ -17,6 +17,27 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from transformer_math.bugs import declare_bug, planted
+
+CAUSAL_TOP_LEFT = declare_bug(
+    "attention.causal-top-left", "the causal mask is top-left aligned when k_len > q_len: query i "
+    "of a block of new tokens after a KV cache sees keys j <= i instead of j <= past_len + i",
+    module=__name__, seen_in="torch SDPA's is_causal and FlashAttention < 2.1 are top-left "
+    "aligned; chunked prefill / speculative decoding code that passes is_causal with a cache")
+MASK_FINFO_MIN = declare_bug(
+    "attention.mask-finfo-min", "forbidden entries of the additive mask are torch.finfo(dtype).min "
+    "(like -1e9) instead of -inf, so a query with no allowed key gets uniform weights over the "
+    "masked keys instead of zero weights", module=__name__,
+    seen_in="Hugging Face's finfo.min attention masks and BERT's -10000 / -1e9 masks: fully "
+    "masked (padding) rows attend uniformly to padding")
+# helper H5 (issue 14, icl/computation): the previous-token bug
+CAUSAL_NO_PREVIOUS = declare_bug(
+    "attention.causal-blocks-previous", "the causal mask also blocks the key just before each "
+    "query (j = i - 1): no layer can attend to the previous token, so no previous-token head "
+    "and hence no induction head can form", module=__name__,
+    seen_in="an off-by-one in a hand-built band / causal mask (issue 14: 'a layer 0 that "
+    "cannot attend to the previous token')")
+
 
 def causal_mask(
     q_len: int, k_len: int | None = None, *, device: torch.device | None = None
@@ -35,8 +56,12 @@ def causal_mask(
             f"got q_len={q_len}, k_len={k_len}"
         )
     offset = k_len - q_len
+    if planted(CAUSAL_TOP_LEFT):  # planted bug: falsifier of attention.kv-cache-causal-alignment
+        offset = 0
     rows = torch.arange(q_len, device=device).unsqueeze(1) + offset
     cols = torch.arange(k_len, device=device).unsqueeze(0)
+    if planted(CAUSAL_NO_PREVIOUS):  # planted bug (H5): falsifier of icl.induction-circuit
+        return (cols <= rows) & (cols != rows - 1)
     return cols <= rows
 
 
@@ -115,5 +140,9 @@ def combine_masks(
 
 
 def _bool_to_additive(allowed: Tensor, dtype: torch.dtype) -> Tensor:
+    """0 where allowed, -inf where forbidden (exp(-inf) = 0 exactly; a finite stand-in such as
+    -1e9 leaves a fully masked row with uniform weights instead of none)."""
     zeros = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
+    if planted(MASK_FINFO_MIN):  # planted bug: falsifier of attention.fully-masked-rows
+        return zeros.masked_fill(~allowed, torch.finfo(dtype).min)
     return zeros.masked_fill(~allowed, float("-inf"))

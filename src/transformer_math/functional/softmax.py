@@ -14,6 +14,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from transformer_math.bugs import declare_bug, planted
+
+NO_MAX_SHIFT = declare_bug(
+    "attention.softmax-no-max-shift", "stable_softmax computes exp(x) / sum exp(x) without "
+    "subtracting the row maximum: inf/NaN for logits above ~88 (float32) or ~709 (float64)",
+    module=__name__, seen_in="004 Softmax数值稳定性; hand-written softmax kernels (and the "
+    "fp16 overflow of unshifted exp)")
+
 
 def stable_softmax(logits: Tensor, dim: int = -1) -> Tensor:
     """Max-subtracted softmax along ``dim``; an all ``-inf`` row gives all-zero weights.
@@ -27,6 +35,8 @@ def stable_softmax(logits: Tensor, dim: int = -1) -> Tensor:
     row_max = logits.amax(dim=dim, keepdim=True)
     # A fully masked row has max -inf; shift it by 0 instead so that exp() gives exact zeros.
     row_max = torch.where(torch.isneginf(row_max), torch.zeros_like(row_max), row_max)
+    if planted(NO_MAX_SHIFT):  # planted bug: falsifier of attention.stable-softmax
+        row_max = torch.zeros_like(row_max)
     exp = torch.exp(logits - row_max)
     denom = exp.sum(dim=dim, keepdim=True)
     return exp / torch.where(denom == 0, torch.ones_like(denom), denom)
@@ -34,7 +44,7 @@ def stable_softmax(logits: Tensor, dim: int = -1) -> Tensor:
 
 def naive_softmax(logits: Tensor, dim: int = -1) -> Tensor:
     """exp(x) / sum exp(x) without the max shift: overflows to inf/NaN for logits above ~88 in
-    float32. Kept as the falsifier of ``attention.stable-softmax``."""
+    float32. Kept so that ``attention.stable-softmax`` can show the problem is real."""
     exp = torch.exp(logits)
     return exp / exp.sum(dim=dim, keepdim=True)
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from transformer_math.bugs import declare_bug, planted
 from transformer_math.functional.attention import (
     ATTENTION_BACKENDS,
     attention_scores,
@@ -48,6 +49,17 @@ from transformer_math.functional.attention import (
 from transformer_math.functional.softmax import stable_softmax
 from transformer_math.nn.hooks import HookPoint, hooks_live
 from transformer_math.nn.position import ALiBi, RotaryEmbedding
+
+KV_HEADS_IGNORED = declare_bug(
+    "attention.gqa-kv-heads-ignored", "num_kv_heads is ignored: the key/value projections are "
+    "sized for all H query heads, so a grouped-query configuration builds plain multi-head "
+    "attention", module=__name__, seen_in="model ports that read num_attention_heads where "
+    "num_key_value_heads was meant (GQA checkpoints then fail to load or are not GQA)")
+SCALE_BY_MODEL_WIDTH = declare_bug(
+    "attention.scale-by-model-width", "each head scales its logits by 1/sqrt(d) (the model width) "
+    "instead of 1/sqrt(d_k) = 1/sqrt(d/H)", module=__name__,
+    seen_in="000 §8.3.1 头维度的方差含义 (\"缩放是 sqrt(d/H) 而非 sqrt(d)\"); scale computed "
+    "from hidden_size instead of head_dim")
 
 
 @dataclass
@@ -126,6 +138,8 @@ class MultiHeadAttention(nn.Module):
                 )
             head_dim = embed_dim // num_heads
         num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        if planted(KV_HEADS_IGNORED):  # planted bug: falsifier of attention.multihead-param-count
+            num_kv_heads = num_heads
         if num_kv_heads <= 0 or num_heads % num_kv_heads != 0:
             raise ValueError(
                 f"num_kv_heads ({num_kv_heads}) must be positive and divide num_heads ({num_heads})"
@@ -222,6 +236,8 @@ class MultiHeadAttention(nn.Module):
         if self.alibi is not None:
             attn_mask = self._with_alibi(attn_mask, position_ids, k.shape[-2], q.dtype)
         scale = None if self.scale_fn is None else self.scale_fn(self.head_dim, k.shape[-2])
+        if scale is None and planted(SCALE_BY_MODEL_WIDTH):
+            scale = 1.0 / math.sqrt(self.embed_dim)  # planted bug: falsifier of low-rank-bottleneck
         dropout_p = self.dropout if self.training else 0.0
         if live and self.hook_scores.active():
             if not ATTENTION_BACKENDS.metadata(self.backend)["exact"]:

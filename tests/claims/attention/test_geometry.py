@@ -17,8 +17,9 @@ def test_asymmetry_numbers(attention_result):
     assert ev.details["weight_asymmetry"] > 0.05  # the least asymmetric of 8 x 2 matrices
     assert ev.details["predicted_asymmetry"] == pytest.approx(ev.details["weight_asymmetry"])
     assert ev.details["identity_error"] < 1e-9
-    wrong = res.falsifier_evidence
-    assert wrong is not None and wrong.details["weight_asymmetry"] < 1e-12
+    wrong = res.falsifier_evidence  # attention.softmax-wrong-axis: columns normalised
+    assert wrong is not None and wrong.details["identity_error"] > 1e-3
+    assert wrong.details["logit_asymmetry"] < 1e-12  # the logits are untouched
 
 
 def test_relative_asymmetry_in_both_directions():
@@ -43,3 +44,10 @@ def test_low_rank_bottleneck_numbers(attention_result):
     assert ev.details["rank_single_head"] == 32  # min(n, d) at tiny size (n = 32)
     scales = ev.details["recovered_scales"]
     assert all(s == pytest.approx(1 / math.sqrt(8), rel=1e-9) for s in scales)
+
+
+def test_low_rank_bottleneck_falsifier_reads_back_the_model_width_scale(attention_result):
+    wrong = attention_result("attention.low-rank-bottleneck").falsifier_evidence
+    assert wrong is not None  # attention.scale-by-model-width: 1/sqrt(d) = 1/8 per head
+    assert all(s == pytest.approx(1 / 8, rel=1e-9) for s in wrong.details["recovered_scales"])
+    assert wrong.details["ranks"] == [8] * 8  # the rank bound does not depend on the scale

@@ -12,11 +12,13 @@ def test_not_globally_lipschitz_numbers(attention_result):
     res = attention_result("attention.not-globally-lipschitz")
     exps = res.evidence.details["exponents"]
     assert exps["dot-product"] == pytest.approx(2.0, abs=0.25)
-    assert exps["L2 (tied W_K)"] <= 0.25
+    assert exps["L2 (tied W_K = W_Q)"] <= 0.25
     assert exps["dot-product on LayerNorm(X)"] == pytest.approx(-1.0, abs=0.1)
     wrong = res.falsifier_evidence
     assert wrong is not None
-    assert wrong.details["exponents"]["L2 (untied W_K)"] == pytest.approx(2.0, abs=0.25)
+    # attention.l2-key-norm-dropped: without ||k_j||^2 the L2 logits are 2 q.k, which grows
+    assert wrong.details["exponents"]["L2 (tied W_K = W_Q)"] == pytest.approx(2.0, abs=0.25)
+    assert wrong.details["exponents"]["dot-product"] == pytest.approx(exps["dot-product"])
 
 
 def test_kim_path_puts_token_zero_in_the_null_space_of_w_q():

@@ -33,12 +33,16 @@ def test_variance_standard_error_formula():
 
 
 def test_hand_example_numbers(attention_result):
-    ev = attention_result("attention.hand-example").evidence
+    res = attention_result("attention.hand-example")
+    ev = res.evidence
     assert [round(w, 3) for w in ev.details["weights"]] == [0.401, 0.198, 0.401]
     assert ev.details["output"][0] == pytest.approx(6.01, abs=0.01)
     assert ev.details["output"][1] == pytest.approx(3.98, abs=0.01)
     e = math.exp(1 / math.sqrt(2))
     assert ev.details["weights"][1] == pytest.approx(1 / (2 * e + 1), abs=1e-12)
+    wrong = res.falsifier_evidence  # attention.scale-dropped: weights (0.422, 0.155, 0.422)
+    assert wrong is not None
+    assert [round(w, 3) for w in wrong.details["weights"]] == [0.422, 0.155, 0.422]
 
 
 def test_hand_example_closed_form_is_a_convex_combination():

@@ -13,6 +13,9 @@ def test_softmax_saturation_numbers(attention_result):
     assert ev.details["unscaled"]["jacobian_norm"] < 0.01
     assert ev.details["scaled"]["jacobian_norm"] > 0.1
     assert ev.details["jacobian_autograd_error"] < 1e-12
+    wrong = attention_result("attention.softmax-saturation").falsifier_evidence
+    assert wrong is not None  # attention.scale-dropped: the "scaled" arm saturates too
+    assert wrong.details["scaled"]["max_weight"] > 0.99
 
 
 def test_row_statistics_of_one_hot_and_uniform_rows():

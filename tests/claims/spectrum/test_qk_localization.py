@@ -5,10 +5,12 @@ import math
 import pytest
 import torch
 
-from transformer_math.claims.registry import Context, Size, Verdict, all_hold
+from transformer_math.bugs import plant
+from transformer_math.claims.registry import Context, Size, Verdict, all_hold, decide
 from transformer_math.claims.spectrum.qk_localization import (
     _head_with_spectrum,
     _pattern_entropy,
+    _pearson,
     _seed_monitor_refutation,
     check_qk_localization,
 )
@@ -46,11 +48,23 @@ def test_seed_monitor_reads_one_triangle_and_misses_the_rank():
     assert ref["sym_dev"] > 1e-3
 
 
-def test_verdict_refutes_the_seed_and_zero_mean_reverses_the_trend():
+def test_verdict_refutes_the_seed_by_measurement_and_the_monitor_bug_fails_it():
     ctx = Context(seed=0, size=Size.TINY)
     ev = check_qk_localization(ctx)
     assert ev.verdict is Verdict.REFUTED and all_hold(ev.margins)
-    zero = check_qk_localization(ctx, eig_mean=0.0)
-    assert not all_hold(zero.margins)
-    assert zero.measured["entropy"][0] > zero.measured["entropy"][-1]  # spreads, not localises
+    assert ev.verdict is decide(ev.margins, ev.seed_margins)
+    assert not any(m.holds for m in ev.seed_margins)  # every seed statement fails on its own
+    assert ev.details["kappa_entropy_correlation"] > 0.5  # kappa rises as attention spreads
+    assert ev.details["seed_monitor_error"] > 1e-2 > 1e-8 > ev.details["monitor_error"]
     assert math.log(64) > max(ev.measured["entropy"])
+    with plant("spectrum.eigvalsh-nonsymmetric"):
+        wrong = check_qk_localization(ctx)
+    assert wrong.verdict is Verdict.FAILED
+    failing = {m.name for m in wrong.margins if not m.holds}
+    assert "monitor error on the spectrum mean and variance" in failing
+    assert wrong.measured["entropy"] == ev.measured["entropy"]  # the heads are the same
+
+
+def test_pearson_in_both_directions():
+    assert _pearson([1.0, 2.0, 3.0], [2.0, 4.0, 6.0]) == pytest.approx(1.0)
+    assert _pearson([1.0, 2.0, 3.0], [3.0, 2.0, 1.0]) == pytest.approx(-1.0)

@@ -35,9 +35,9 @@ def single_threaded(check: Callable[..., Evidence]) -> Callable[..., Evidence]:
     """
 
     @functools.wraps(check)
-    def run(ctx: Context, **variant: Any) -> Evidence:
+    def run(ctx: Context) -> Evidence:
         with torch_threads(1):
-            return check(ctx, **variant)
+            return check(ctx)
 
     return run
 
@@ -47,20 +47,6 @@ def sig(x: float, digits: int = 4) -> float:
     if x == 0 or not math.isfinite(x):
         return x
     return round(x, digits - 1 - math.floor(math.log10(abs(x))))
-
-
-_SCALES: dict[str, Callable[[int], float]] = {
-    "sqrt_dk": lambda d_k: 1.0 / math.sqrt(d_k),  # 000 §8.3.1 property (2)
-    "d_k": lambda d_k: 1.0 / d_k,  # over-compression (pitfall "sqrt(d_k) is a tuned value")
-    "none": lambda d_k: 1.0,  # no scaling
-}
-
-
-def scale_for(name: str, d_k: int) -> float:
-    """The logit scale called ``name`` ("sqrt_dk", "d_k" or "none") at head width ``d_k``."""
-    if name not in _SCALES:
-        raise ValueError(f"scale must be one of {sorted(_SCALES)}, got {name!r}")
-    return _SCALES[name](d_k)
 
 
 def build_mha(

@@ -22,16 +22,14 @@ from transformer_math.claims.attention._common import (
 from transformer_math.claims.registry import (
     Context,
     Evidence,
-    Falsifier,
     Figure,
     Series,
-    agreement,
-    all_hold,
     at_least,
     at_most,
     claim,
+    decide,
 )
-from transformer_math.functional import attention_logits, scaled_dot_product_attention
+from transformer_math.functional import attention_logits
 from transformer_math.nn.attention import MultiHeadAttention
 from transformer_math.nn.hooks import run_with_cache
 
@@ -70,15 +68,13 @@ def _normaliser_identity(logits: Tensor, weights: Tensor) -> tuple[float, float]
     statement="""The attention matrix is not symmetric in general, even with W_Q = W_K: then
     S = Q K^T is symmetric, but each row is divided by its own normaliser Z_i, so
     A_ij / A_ji = Z_j / Z_i.""",
-    falsifier=Falsifier(
-        "no row normalisation",
-        {"normalization": "none"},
-        "drop the row normalisation (A = exp(S / sqrt(d_k))), which the seed says is needed to "
-        "force symmetry: with W_Q = W_K the matrix is then symmetric",
-    ),
+    falsifier="attention.softmax-wrong-axis",
+    expected="verified",
+    version=2,
+    seed_refs=[("000", 199, 199), ("000", 390, 390)],
 )
 @single_threaded
-def check_asymmetry(ctx: Context, *, normalization: str = "row") -> Evidence:
+def check_asymmetry(ctx: Context) -> Evidence:
     """Tied projections in ``MultiHeadAttention`` (k_proj.weight := q_proj.weight, no bias),
     logits by ``attention_logits``, weights read at the module's ``hook_pattern`` (float64).
 
@@ -91,9 +87,11 @@ def check_asymmetry(ctx: Context, *, normalization: str = "row") -> Evidence:
     (slack / spread 1.6 against 3), so the tiny configuration now draws a batch of 8 sequences
     (16 matrices with the 2 heads) and the condition is on the least asymmetric of them: every
     matrix must be asymmetric, a stronger statement whose value varies far less between seeds.
+
+    Version 2 (issue 14): the falsifier is the planted bug ``attention.softmax-wrong-axis`` (the
+    weights normalised over the queries: A_ij / A_ji = Z_i / Z_j, the identity fails), no longer
+    a claim-local matrix without the row normalisation.
     """
-    if normalization not in ("row", "none"):
-        raise ValueError(f"normalization must be 'row' or 'none', got {normalization!r}")
     gen = ctx.generator(606)
     d, heads, n = 16, 2, ctx.pick(6, 8, 16)
     batch = ctx.pick(8, 8, 16)
@@ -104,8 +102,7 @@ def check_asymmetry(ctx: Context, *, normalization: str = "row") -> Evidence:
         module.k_proj.weight.copy_(module.q_proj.weight)  # W_K = W_Q
         q, k, _ = _qkv(module, x)
         logits = attention_logits(q, k, 1.0 / math.sqrt(module.head_dim))  # (B, H, n, n)
-        # without the row normalisation: the kernel exp(S) itself
-        weights = forward_with_pattern(module, x)[1] if normalization == "row" else logits.exp()
+        weights = forward_with_pattern(module, x)[1]
     s_asym = _relative_asymmetry(logits)
     a_asym = _relative_asymmetry(weights, "min")  # the least asymmetric (sequence, head)
     identity_err, predicted_asym = _normaliser_identity(logits, weights)
@@ -118,7 +115,7 @@ def check_asymmetry(ctx: Context, *, normalization: str = "row") -> Evidence:
         predicted=sig(predicted_asym),
         measured=sig(a_asym),
         tolerance="S symmetric to 1e-12; A asymmetric >= 1e-3; A_ij/A_ji = Z_j/Z_i to 1e-9 (log)",
-        verdict=agreement(all_hold(margins)),
+        verdict=decide(margins),
         notes=[
             "Values: relative asymmetry ||A - A^T||_F / ||A||_F with W_Q = W_K, the smallest over "
             f"{batch} sequences x {heads} heads; predicted from the row normalisers Z_i alone "
@@ -128,7 +125,7 @@ def check_asymmetry(ctx: Context, *, normalization: str = "row") -> Evidence:
             f"{untied_asym:.3f}.",
         ],
         details={
-            "normalization": normalization, "logit_asymmetry": s_asym,
+            "logit_asymmetry": s_asym,
             "weight_asymmetry": a_asym, "predicted_asymmetry": predicted_asym,
             "identity_error": identity_err, "untied_weight_asymmetry": untied_asym,
         },
@@ -175,14 +172,13 @@ def _spectrum_figure(svals: Tensor, sv_big: Tensor, n: int, d: int, heads: int) 
     statement="""Per head, S = Q K^T = X W_Q W_K^T X^T has rank at most d_k = d / H (numerical
     rank, n > d_k), and each head scales its logits by 1/sqrt(d_k) = 1/sqrt(d/H), not
     1/sqrt(d).""",
-    falsifier=Falsifier(
-        "scale by sqrt(d)",
-        {"scale": "sqrt_d"},
-        "scale each head's logits by 1/sqrt(d) (the full width) instead of 1/sqrt(d/H)",
-    ),
+    falsifier="attention.scale-by-model-width",
+    expected="verified",
+    version=2,
+    seed_refs=[("000", 299, 311), ("000", 406, 406)],
 )
 @single_threaded
-def check_low_rank_bottleneck(ctx: Context, *, scale: str = "module") -> Evidence:
+def check_low_rank_bottleneck(ctx: Context) -> Evidence:
     """Ranks of per-head logits from the module's ``hook_q``/``hook_k`` + ``attention_logits``
     (d = 64, H = 8, d_k = 8, n = 64, float64), and the scale read back from the weights of the
     module's forward (its ``hook_pattern``).
@@ -190,9 +186,11 @@ def check_low_rank_bottleneck(ctx: Context, *, scale: str = "module") -> Evidenc
     Numerical rank: singular values above sigma_1 * n * eps (the ``torch.linalg.matrix_rank``
     default). Rank predicted = min(d_k, n, d) = d_k (generic weights); a single head with
     d_k = d = 64 is measured for contrast (rank 64). Scale tolerance: 1e-9 relative (float64).
+
+    Version 2 (issue 14): the falsifier is the planted bug ``attention.scale-by-model-width`` in
+    ``MultiHeadAttention`` (each head scaled by 1/sqrt(d)), no longer weights the claim computed
+    itself at the wrong scale.
     """
-    if scale not in ("module", "sqrt_d"):
-        raise ValueError(f"scale must be 'module' or 'sqrt_d', got {scale!r}")
     gen = ctx.generator(707)
     d, heads = 64, 8
     n = ctx.pick(32, 64, 128)
@@ -201,15 +199,9 @@ def check_low_rank_bottleneck(ctx: Context, *, scale: str = "module") -> Evidenc
     big = build_mha(d, 1, gen, backend="reference")
     x = randn(1, n, d, generator=gen)
     with torch.no_grad():
-        q, k, v = _qkv(module, x)  # (1, H, n, d_k)
+        q, k, _ = _qkv(module, x)  # (1, H, n, d_k)
         raw = attention_logits(q, k, 1.0)  # (1, H, n, n), unscaled
-        if scale == "module":
-            weights = forward_with_pattern(module, x)[1]
-        else:
-            wrong = scaled_dot_product_attention(q, k, v, scale=1.0 / math.sqrt(d),
-                                                 return_weights=True)
-            assert wrong.weights is not None
-            weights = wrong.weights
+        weights = forward_with_pattern(module, x)[1]
         qb, kb, _ = _qkv(big, x)
         raw_big = attention_logits(qb, kb, 1.0)
     ranks = [int(r) for r in torch.linalg.matrix_rank(raw[0])]
@@ -231,7 +223,7 @@ def check_low_rank_bottleneck(ctx: Context, *, scale: str = "module") -> Evidenc
         predicted=[d_k, sig(predicted_scale)],
         measured=[max(ranks), sig(max(scales, key=lambda s: abs(s - predicted_scale)))],
         tolerance="ranks exact (numerical rank, tol sigma_1 n eps); scale 1e-9 relative",
-        verdict=agreement(all_hold(margins)),
+        verdict=decide(margins),
         notes=[
             "Values: max numerical rank over the heads; the logit scale read back from the "
             "module's weights (worst head).",
@@ -240,7 +232,7 @@ def check_low_rank_bottleneck(ctx: Context, *, scale: str = "module") -> Evidenc
         ],
         figures=[_spectrum_figure(svals, torch.linalg.svdvals(raw_big[0, 0]), n, d, heads)],
         details={
-            "scale_variant": scale, "d": d, "heads": heads, "d_k": d_k, "n": n,
+            "d": d, "heads": heads, "d_k": d_k, "n": n,
             "ranks": ranks, "rank_single_head": rank_big, "recovered_scales": scales,
             "predicted_scale": predicted_scale,
         },

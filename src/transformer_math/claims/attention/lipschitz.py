@@ -22,14 +22,12 @@ from transformer_math.claims.attention._common import (
 from transformer_math.claims.registry import (
     Context,
     Evidence,
-    Falsifier,
     Figure,
     Series,
-    agreement,
-    all_hold,
     at_most,
     claim,
     close_to,
+    decide,
 )
 from transformer_math.diagnostics import fit_power_law, jacobian_spectral_norm
 from transformer_math.functional.l2_attention import l2_self_attention
@@ -46,7 +44,7 @@ def _kim_path(base: Tensor, w_q: Tensor, w_key: Tensor) -> Tensor:
     Token 0 is moved into the null space of the query projection (x_0 W_Q = 0), so its logits
     are constant in c and its softmax row never saturates; every token with a nonzero key is
     rescaled so that ||x_j W_key|| = 1 (equal key norms, which keeps that row spread out for the
-    untied L2 variant as well). ``w_q`` and ``w_key`` are (d, d_k) in the x @ W convention.
+    L2 map as well). ``w_q`` and ``w_key`` are (d, d_k) in the x @ W convention.
     """
     x0 = base.clone()
     d = x0.shape[-1]
@@ -61,11 +59,11 @@ def _kim_path(base: Tensor, w_q: Tensor, w_key: Tensor) -> Tensor:
 Path = tuple[Callable[[Tensor], Tensor], Tensor]
 
 
-def _lipschitz_maps(ctx: Context, l2_keys: str) -> dict[str, Path]:
+def _lipschitz_maps(ctx: Context) -> dict[str, Path]:
     """The three maps X (n x d) -> output and the start X0 of each one's path c X0.
 
     ``MultiHeadAttention`` (dot product, one head, d = 8, d_k = 4, no bias);
-    ``functional.l2_self_attention`` with the same W_Q, W_V, W_O (W_K = W_Q when ``tied``); and
+    ``functional.l2_self_attention`` with the same W_Q, W_V, W_O and tied keys W_K = W_Q; and
     the dot product applied to ``functional.norms.layer_norm(X)``.
     """
     gen = ctx.generator(808)
@@ -73,21 +71,20 @@ def _lipschitz_maps(ctx: Context, l2_keys: str) -> dict[str, Path]:
     module = build_mha(d, 1, gen, head_dim=d_k, bias=False, backend="reference")
     w_q, w_k, w_v, w_o = (p.weight.detach().T for p in
                           (module.q_proj, module.k_proj, module.v_proj, module.out_proj))
-    l2_w_k = None if l2_keys == "tied" else w_k
     base = randn(n, d, generator=gen)
 
     def dot_product(x: Tensor) -> Tensor:
         return module(x.unsqueeze(0)).squeeze(0)
 
     def l2(x: Tensor) -> Tensor:
-        return l2_self_attention(x.unsqueeze(0), w_q, w_v, w_o, num_heads=1, w_k=l2_w_k).output[0]
+        return l2_self_attention(x.unsqueeze(0), w_q, w_v, w_o, num_heads=1).output[0]
 
     def normed(x: Tensor) -> Tensor:
         return dot_product(layer_norm(x))
 
     return {
         "dot-product": (dot_product, _kim_path(base, w_q, w_k)),
-        f"L2 ({l2_keys} W_K)": (l2, _kim_path(base, w_q, w_k if l2_w_k is not None else w_q)),
+        "L2 (tied W_K = W_Q)": (l2, _kim_path(base, w_q, w_q)),
         "dot-product on LayerNorm(X)": (normed, _kim_path(base, w_q, w_k)),
     }
 
@@ -115,14 +112,13 @@ def _growth_figure(grid: list[float], norms: dict[str, list[float]]) -> Figure:
     Jacobian norm grows without bound (like c^2 on the path of Kim et al.). L2-distance
     attention with tied W_Q = W_K (Kim et al.) and attention on LayerNorm-ed inputs stay
     bounded.""",
-    falsifier=Falsifier(
-        "untied L2 attention",
-        {"l2_keys": "untied"},
-        "L2 attention with W_K != W_Q, which Kim et al.'s proof excludes: it grows like c^2 too",
-    ),
+    falsifier="attention.l2-key-norm-dropped",
+    expected="verified",
+    version=2,
+    seed_refs=[("000", 374, 386)],
 )
 @single_threaded
-def check_not_globally_lipschitz(ctx: Context, *, l2_keys: str = "tied") -> Evidence:
+def check_not_globally_lipschitz(ctx: Context) -> Evidence:
     """Exact Jacobian spectral norms (``diagnostics.jacobian_spectral_norm``) of three maps
     (``_lipschitz_maps``) at c X0 for c on a geometric grid, and power-law fits on the top of
     the grid.
@@ -133,10 +129,12 @@ def check_not_globally_lipschitz(ctx: Context, *, l2_keys: str = "tied") -> Evid
     makes the map invariant to c, so its Jacobian falls like 1/c. Tolerances: exponent 2 +- 0.25
     for the dot product; <= 0.25 for "bounded" (the fits run over c in [~50, ~300] where the
     asymptote holds to <1%).
+
+    Version 2 (issue 14): the falsifier is the planted bug ``attention.l2-key-norm-dropped`` in
+    ``functional.l2_attention`` (the ||k_j||^2 term of the distance dropped, which leaves a dot
+    product), no longer an untied variant built by the claim.
     """
-    if l2_keys not in ("tied", "untied"):
-        raise ValueError(f"l2_keys must be 'tied' or 'untied', got {l2_keys!r}")
-    maps = _lipschitz_maps(ctx, l2_keys)
+    maps = _lipschitz_maps(ctx)
     points = ctx.pick(7, 11, 16)
     grid = [10.0 ** (2.5 * i / (points - 1)) for i in range(points)]  # 1 .. ~316
     top = [c for c in grid if c >= 50.0]
@@ -157,10 +155,10 @@ def check_not_globally_lipschitz(ctx: Context, *, l2_keys: str = "tied") -> Evid
         predicted=[2.0, 0.0, -1.0],
         measured=[sig(dot_exp, 3), sig(l2_exp, 3), sig(ln_exp, 3)],
         tolerance="dot-product exponent 2 +- 0.25; L2 and LayerNorm exponents <= 0.25 (bounded)",
-        verdict=agreement(all_hold(margins)),
+        verdict=decide(margins),
         notes=[
             "Values: growth exponents of ||J||_2 in c (fit over c >= 50) for the dot product, "
-            f"L2 attention ({l2_keys} keys) and the dot product on LayerNorm-ed inputs.",
+            "L2 attention (tied keys) and the dot product on LayerNorm-ed inputs.",
             f"||J||_2 at c = {grid[-1]:.0f}: "
             + ", ".join(f"{k} {norms[k][-1]:.3g}" for k in names) + ".",
             "The growth needs a suitable path: at generic inputs dot-product attention saturates "
@@ -169,6 +167,6 @@ def check_not_globally_lipschitz(ctx: Context, *, l2_keys: str = "tied") -> Evid
             "LayerNorm is functional.norms.layer_norm without affine parameters (eps = 1e-5).",
         ],
         figures=[_growth_figure(grid, norms)],
-        details={"l2_keys": l2_keys, "scales": grid, "jacobian_norms": norms, "exponents": fits},
+        details={"scales": grid, "jacobian_norms": norms, "exponents": fits},
         margins=margins,
     )

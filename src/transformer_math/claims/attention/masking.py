@@ -17,7 +17,6 @@ from transformer_math.claims.attention._common import (
     SEED_000,
     build_mha,
     forward_with_pattern,
-    merge_heads,
     randn,
     sig,
     single_threaded,
@@ -25,43 +24,29 @@ from transformer_math.claims.attention._common import (
 from transformer_math.claims.registry import (
     Context,
     Evidence,
-    Falsifier,
     Margin,
-    agreement,
-    all_hold,
     at_least,
     at_most,
     claim,
+    decide,
 )
 from transformer_math.diagnostics import convex_hull_test
 from transformer_math.functional import causal_mask, scaled_dot_product_attention
 from transformer_math.functional.positional import sinusoidal_encoding
 from transformer_math.nn import MultiHeadAttention
+from transformer_math.nn.attention import KVCache
 from transformer_math.nn.feedforward import FEEDFORWARDS
 from transformer_math.nn.init import seeded
 
-_MASKS = ("before-softmax", "after-softmax")
 
-
-def _causal_attention(q: Tensor, k: Tensor, v: Tensor, mask: str) -> tuple[Tensor, Tensor]:
-    """(weights, output) of causal attention, the mask applied as ``mask`` says.
-
-    ``"before-softmax"``: the project's -inf mask (``is_causal=True``); output from the fused
-    ``sdpa`` backend, weights from ``reference``. ``"after-softmax"`` (the pitfall of 000
-    §8.3.1): full softmax, then future weights zeroed without renormalising, output A V.
-    """
-    if mask == "before-softmax":
-        ref = scaled_dot_product_attention(q, k, v, is_causal=True, return_weights=True)
-        fused = scaled_dot_product_attention(q, k, v, is_causal=True, backend="sdpa")
-        assert ref.weights is not None
-        return ref.weights, fused.output
-    if mask == "after-softmax":
-        full = scaled_dot_product_attention(q, k, v, return_weights=True)
-        assert full.weights is not None
-        allowed = causal_mask(q.shape[-2], k.shape[-2])
-        weights = full.weights * allowed  # zeroed after the softmax: rows no longer sum to 1
-        return weights, weights @ v
-    raise ValueError(f"mask must be one of {_MASKS}, got {mask!r}")
+def _causal_attention(q: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+    """(weights, output) of the project's causal attention (``is_causal=True``, the -inf mask
+    added before the softmax): weights from the ``reference`` backend, output from the fused
+    ``sdpa`` backend."""
+    ref = scaled_dot_product_attention(q, k, v, is_causal=True, return_weights=True)
+    fused = scaled_dot_product_attention(q, k, v, is_causal=True, backend="sdpa")
+    assert ref.weights is not None
+    return ref.weights, fused.output
 
 
 # ---------------------------------------------------------------------------------------------
@@ -112,15 +97,17 @@ def _hull_exits(module: MultiHeadAttention, x: Tensor, o: Tensor, v: Tensor,
     the causal mask, so each output of a single attention layer is a convex combination of the
     value vectors and lies in their convex hull. A residual x + Attn(x), an FFN, or the output
     projection W_O can leave the hull.""",
-    falsifier=Falsifier(
-        "mask after softmax",
-        {"mask": "after-softmax"},
-        "zero the future weights after the softmax without renormalising: rows sum to < 1",
-    ),
+    falsifier="attention.softmax-wrong-axis",
+    expected="verified",
+    version=2,
+    seed_refs=[("000", 217, 221)],
 )
 @single_threaded
-def check_row_stochastic(ctx: Context, *, mask: str = "before-softmax") -> Evidence:
+def check_row_stochastic(ctx: Context) -> Evidence:
     """Weights and outputs from the project's attention (float32, the production dtype).
+
+    Version 2 (issue 14): the falsifier is the planted bug ``attention.softmax-wrong-axis`` (the
+    reference backend normalises over the queries), not a claim-local after-softmax variant.
 
     Inside the hull: the weights are certified convex (>= 0, rows sum to 1 within 1e-6) and
     reproduce the output of the fused ``sdpa`` backend, A V = o, within 1e-5; independently, for
@@ -139,7 +126,7 @@ def check_row_stochastic(ctx: Context, *, mask: str = "before-softmax") -> Evide
         full = scaled_dot_product_attention(q, k, v, return_weights=True)
         full_fused = scaled_dot_product_attention(q, k, v, backend="sdpa").output
         assert full.weights is not None
-        causal_w, causal_out = _causal_attention(q, k, v, mask)
+        causal_w, causal_out = _causal_attention(q, k, v)
     directions = torch.randn(512, d, generator=gen)
     directions = directions / directions.norm(dim=-1, keepdim=True)
     arms = {"full": (full.weights, full_fused), "causal": (causal_w, causal_out)}
@@ -163,7 +150,7 @@ def check_row_stochastic(ctx: Context, *, mask: str = "before-softmax") -> Evide
         measured=[sig(worst("max_row_sum_error")), sig(worst("min_weight", min)),
                   *(f"{c}/{points} outside" for c in exit_counts.values())],
         tolerance="row sums 1e-6 and A V = output 1e-5 (float32 rounding of 12-term sums)",
-        verdict=agreement(all_hold(margins)),
+        verdict=decide(margins),
         notes=[
             "Order: max |row sum - 1| and min weight over the full and causal arms; outputs "
             "certified outside conv(V) (separating hyperplane) for the residual, W_O and FFN.",
@@ -173,7 +160,7 @@ def check_row_stochastic(ctx: Context, *, mask: str = "before-softmax") -> Evide
             "the same MultiHeadAttention.",
         ],
         details={
-            "mask": mask, "arms": measured, "exits_certified_outside": exit_counts,
+            "arms": measured, "exits_certified_outside": exit_counts,
             "points_per_exit": points, "attention_output_hull_distance": attention_distance,
         },
         margins=margins,
@@ -191,25 +178,27 @@ def check_row_stochastic(ctx: Context, *, mask: str = "before-softmax") -> Evide
     statement="""Without position information self-attention is permutation equivariant:
     Attn(P X) = P Attn(X) for every permutation matrix P. Adding a position code with distinct
     rows (X + PE) breaks it.""",
-    falsifier=Falsifier(
-        "sinusoidal position code",
-        {"position": "sinusoidal"},
-        "add a sinusoidal position code after permuting the tokens (exercise 8.3.1-2)",
-    ),
+    falsifier="attention.implicit-causal",
+    expected="verified",
+    version=2,
+    seed_refs=[("000", 263, 281), ("000", 402, 402)],
 )
 @single_threaded
-def check_permutation_equivariance(ctx: Context, *, position: str = "none") -> Evidence:
-    """max |MHA(P X + PE) - P MHA(X + PE)| through ``MultiHeadAttention`` (reference and sdpa
-    backends, float64), PE = 0 for the claim and the sinusoidal code
-    (``functional.positional.sinusoidal_encoding``) for the falsifier.
+def check_permutation_equivariance(ctx: Context) -> Evidence:
+    """max |MHA(P X) - P MHA(X)| through ``MultiHeadAttention`` (reference and sdpa backends,
+    float64), and the same with the sinusoidal code added after the permutation,
+    MHA(P X + PE) against P MHA(X + PE) (``functional.positional.sinusoidal_encoding``).
+
+    Version 2 (issue 14): the falsifier is the planted bug ``attention.implicit-causal`` (the
+    library turns on a causal mask when none is given, as Hugging Face's sdpa path infers
+    ``is_causal``), which ties each output to its position; it used to be the position-code arm
+    itself, which the claim measures anyway.
 
     Proof (000 §8.3.1): Q, K, V -> P Q, P K, P V; the logits become P S P^T, the row softmax
     commutes with that, and (P A P^T)(P V) = P A V. Tolerance: 1e-12 relative to max |output|
     (float64, sums of a few dozen terms reordered). The position-code arm is always measured
     too and must exceed 1e-3 relative: the code breaks equivariance at O(1), not at rounding level.
     """
-    if position not in ("none", "sinusoidal"):
-        raise ValueError(f"position must be 'none' or 'sinusoidal', got {position!r}")
     gen = ctx.generator(404)
     d, heads, n = 16, 4, ctx.pick(8, 10, 32)
     batch = 2
@@ -228,7 +217,7 @@ def check_permutation_equivariance(ctx: Context, *, position: str = "none") -> E
             y_perm = module(x[:, perm] + code)
         return float((y_perm - y[:, perm]).abs().max() / y.abs().max())
 
-    code = pe if position == "sinusoidal" else torch.zeros_like(pe)
+    code = torch.zeros_like(pe)
     errors = {"reference": equivariance_error(ref, code), "sdpa": equivariance_error(fused, code)}
     with_pe = equivariance_error(ref, pe)
     tol = 1e-12
@@ -240,13 +229,13 @@ def check_permutation_equivariance(ctx: Context, *, position: str = "none") -> E
         predicted=0.0,
         measured=sig(max(errors.values())),
         tolerance=f"{tol:g} relative to max |output| (float64)",
-        verdict=agreement(all_hold(margins)),
+        verdict=decide(margins),
         notes=[
             f"Permutation {perm.tolist()} of n = {n} tokens, d = {d}, H = {heads}.",
             f"With the sinusoidal code added (exercise 8.3.1-2) the relative error is "
             f"{with_pe:.3f}: position codes break equivariance.",
         ],
-        details={"position": position, "errors": errors, "error_with_position_code": with_pe},
+        details={"errors": errors, "error_with_position_code": with_pe},
         margins=margins,
     )
 
@@ -256,33 +245,25 @@ def check_permutation_equivariance(ctx: Context, *, position: str = "none") -> E
 # ---------------------------------------------------------------------------------------------
 
 
-def _mha_causal_forward(module: MultiHeadAttention, x: Tensor, mask: str) -> tuple[Tensor, Tensor]:
-    """(weights (B, H, T, T), output (B, T, d)) of causal self-attention through ``module``: its
-    own masked forward (weights read at ``hook_pattern``), or the mask applied after the softmax
-    to its projections."""
-    if mask == "before-softmax":
-        output, weights = forward_with_pattern(module, x, is_causal=True)
-        return weights, output
-    q, k, v = module.project_qkv(x, x, x)
-    weights, heads = _causal_attention(q, k, v, "after-softmax")
-    return weights, module.out_proj(merge_heads(heads))
+def _mha_causal_forward(module: MultiHeadAttention, x: Tensor) -> tuple[Tensor, Tensor]:
+    """(weights (B, H, T, T), output (B, T, d)) of causal self-attention through ``module``'s
+    own masked forward (weights read at ``hook_pattern``)."""
+    output, weights = forward_with_pattern(module, x, is_causal=True)
+    return weights, output
 
 
 def _prefix_changes(ref: MultiHeadAttention, fused: MultiHeadAttention, x: Tensor, y: Tensor,
-                    mask: str, gen: torch.Generator) -> dict[str, float]:
+                    gen: torch.Generator) -> dict[str, float]:
     """Largest change of the outputs at positions <= t when the tokens after t are redrawn
-    (t = 1, n/2, n-2), through ``ref`` and (for the -inf mask) the fused ``sdpa`` module."""
+    (t = 1, n/2, n-2), through ``ref`` and the fused ``sdpa`` module."""
     batch, n, d = x.shape
     diff: dict[str, float] = {"reference": 0.0, "sdpa": 0.0}
     for t in sorted({1, n // 2, n - 2}):
         x2 = x.clone()
         x2[:, t + 1 :] = torch.randn(batch, n - t - 1, d, generator=gen) * 3.0
         with torch.no_grad():
-            _, y2 = _mha_causal_forward(ref, x2, mask)
-            if mask == "before-softmax":
-                f1, f2 = fused(x, is_causal=True), fused(x2, is_causal=True)
-            else:
-                f1, f2 = y, y2
+            _, y2 = _mha_causal_forward(ref, x2)
+            f1, f2 = fused(x, is_causal=True), fused(x2, is_causal=True)
         diff["reference"] = max(diff["reference"],
                                 float((y2[:, : t + 1] - y[:, : t + 1]).abs().max()))
         diff["sdpa"] = max(diff["sdpa"], float((f2[:, : t + 1] - f1[:, : t + 1]).abs().max()))
@@ -295,23 +276,24 @@ def _prefix_changes(ref: MultiHeadAttention, fused: MultiHeadAttention, x: Tenso
     statement="""Adding -inf above the diagonal before the softmax gives weights that are exactly
     zero above the diagonal, rows that still sum to 1, and an output at position t that does not
     change when tokens after t change.""",
-    falsifier=Falsifier(
-        "mask after softmax",
-        {"mask": "after-softmax"},
-        "zero future weights after the softmax: rows sum to < 1 and depend on the future",
-    ),
+    falsifier="attention.mask-after-softmax",
+    expected="verified",
+    version=2,
+    seed_refs=[("000", 315, 327)],
 )
 @single_threaded
-def check_causal_mask(ctx: Context, *, mask: str = "before-softmax") -> Evidence:
+def check_causal_mask(ctx: Context) -> Evidence:
     """Through ``MultiHeadAttention(is_causal=True)`` (reference backend, weights read at its
     ``hook_pattern``, and the fused sdpa backend for the prefix test), float32.
 
     Tolerances: zeros above the diagonal are checked exactly (exp(-inf) = 0); row sums within
     1e-6 (float32 sums); prefix outputs within 1e-6 (the future keys enter only through
     exact-zero weights, so the expected difference is 0).
+
+    Version 2 (issue 14): the falsifier is the planted bug ``attention.mask-after-softmax`` in
+    the reference backend (the seed's pitfall: zero the future after the softmax), not a
+    claim-local variant.
     """
-    if mask not in _MASKS:
-        raise ValueError(f"mask must be one of {_MASKS}, got {mask!r}")
     gen = ctx.generator(505)
     d, heads, n = 16, 2, ctx.pick(8, 12, 32)
     batch = 2
@@ -320,10 +302,10 @@ def check_causal_mask(ctx: Context, *, mask: str = "before-softmax") -> Evidence
     fused.load_state_dict(ref.state_dict())
     x = torch.randn(batch, n, d, generator=gen)
     with torch.no_grad():
-        weights, y = _mha_causal_forward(ref, x, mask)
+        weights, y = _mha_causal_forward(ref, x)
     nonzero_future = int((weights[..., ~causal_mask(n, n)] != 0).sum())
     row_err = float((weights.sum(-1) - 1.0).abs().max())
-    prefix_diff = _prefix_changes(ref, fused, x, y, mask, gen)
+    prefix_diff = _prefix_changes(ref, fused, x, y, gen)
     margins = [
         at_most("nonzero weights above the diagonal (integers: < 1/2 is none)", nonzero_future,
                 0.5),
@@ -332,18 +314,202 @@ def check_causal_mask(ctx: Context, *, mask: str = "before-softmax") -> Evidence
                 max(prefix_diff.values()), 1e-6),
     ]
     details: dict[str, Any] = {
-        "mask": mask, "n": n, "heads": heads, "nonzero_future_weights": nonzero_future,
+        "n": n, "heads": heads, "nonzero_future_weights": nonzero_future,
         "max_row_sum_error": row_err, "prefix_change": prefix_diff,
     }
     return Evidence(
         predicted=[0, 0.0, 0.0],
         measured=[nonzero_future, sig(row_err), sig(max(prefix_diff.values()))],
         tolerance="future weights exactly 0; row sums 1e-6; prefix outputs 1e-6 (float32)",
-        verdict=agreement(all_hold(margins)),
+        verdict=decide(margins),
         notes=[
             "Order: number of nonzero weights above the diagonal, max |row sum - 1|, max change "
             "of outputs at positions <= t when the tokens after t are redrawn (t = 1, n/2, n-2).",
         ],
         details=details,
+        margins=margins,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# attention.kv-cache-causal-alignment
+# ---------------------------------------------------------------------------------------------
+
+
+def _incremental_forward(module: MultiHeadAttention, x: Tensor, chunks: list[int]
+                         ) -> tuple[Tensor, list[tuple[int, Tensor]]]:
+    """Causal self-attention of ``x`` fed in blocks of sizes ``chunks`` through a ``KVCache``:
+    (concatenated outputs (B, T, d), [(past length, weights (B, H, c, past + c))] per block),
+    the weights read at the module's ``hook_pattern``."""
+    cache = KVCache()
+    outputs: list[Tensor] = []
+    patterns: list[tuple[int, Tensor]] = []
+    start = 0
+    for c in chunks:
+        past = cache.seq_len
+        out, weights = forward_with_pattern(module, x[:, start : start + c], is_causal=True,
+                                            kv_cache=cache)
+        outputs.append(out)
+        patterns.append((past, weights))
+        start += c
+    return torch.cat(outputs, dim=1), patterns
+
+
+def _alignment_errors(patterns: list[tuple[int, Tensor]]) -> tuple[int, int]:
+    """(weights > 0 on keys j > past + i, weights == 0 on keys j <= past + i) over all blocks:
+    both are 0 for the bottom-right alignment, where query i of a block is position past + i."""
+    future, starved = 0, 0
+    for past, w in patterns:
+        c, s = w.shape[-2], w.shape[-1]
+        allowed = torch.arange(s)[None, :] <= (past + torch.arange(c))[:, None]  # (c, s)
+        future += int((w[..., ~allowed] != 0).sum())
+        starved += int((w[..., allowed] == 0).sum())
+    return future, starved
+
+
+@claim(
+    "attention.kv-cache-causal-alignment",
+    source=f"{SEED_000} 因果掩码 (只看历史); 004 RoPE vs Sinusoidal (KV Cache兼容)",
+    statement="""With a KV cache, a block of c new tokens after p cached ones are positions
+    p, ..., p + c - 1: causal attention lets query i of the block see keys j <= p + i (the mask
+    is bottom-right aligned), so decoding a sequence block by block (a prefill, a chunk of
+    several tokens, then one token at a time) gives exactly the outputs of one causal forward
+    over the whole sequence.""",
+    falsifier="attention.causal-top-left",
+    expected="verified",
+    version=1,
+    seed_refs=[("000", 315, 327), ("004", 277, 277)],
+)
+@single_threaded
+def check_kv_cache_causal_alignment(ctx: Context) -> Evidence:
+    """Incremental decoding through ``MultiHeadAttention(..., kv_cache=KVCache())`` against the
+    full causal forward of the same module, for the reference and the fused sdpa backends
+    (float64, one set of weights), and the weights of every block (``hook_pattern``): zero
+    exactly on the keys after position p + i, positive on every key up to it.
+
+    The blocks: a prefill of 5 tokens, a chunk of 3 (chunked prefill / speculative
+    verification: q_len = 3 < k_len = 8, where the alignment matters), then single tokens.
+    Tolerance 1e-12 relative to max |output|: the same sums in another order (float64).
+    """
+    gen = ctx.generator(1212)
+    d, heads, n = 16, 4, ctx.pick(12, 16, 32)
+    batch = 2
+    ref = build_mha(d, heads, gen, backend="reference")
+    fused = build_mha(d, heads, gen, backend="sdpa")
+    fused.load_state_dict(ref.state_dict())
+    x = randn(batch, n, d, generator=gen)
+    chunks = [5, 3] + [1] * (n - 8)
+    errors: dict[str, float] = {}
+    with torch.no_grad():
+        for name, module in (("reference", ref), ("sdpa", fused)):
+            full = module(x, is_causal=True)
+            inc, patterns = _incremental_forward(module, x, chunks)
+            errors[name] = float((inc - full).abs().max() / full.abs().max())
+            if name == "reference":
+                future, starved = _alignment_errors(patterns)
+    tol = 1e-12
+    margins = [
+        at_most("max relative |incremental - full forward| (reference, sdpa)",
+                max(errors.values()), tol),
+        at_most("weights on keys after position past + i (integers: < 1/2 is none)", future, 0.5),
+        at_most("zero weights on keys up to position past + i (integers: < 1/2 is none)",
+                starved, 0.5),
+    ]
+    return Evidence(
+        predicted=[0.0, 0, 0],
+        measured=[sig(max(errors.values())), future, starved],
+        tolerance=f"{tol:g} relative to max |output| (float64); weight counts exact",
+        verdict=decide(margins),
+        notes=[
+            "Order: max relative difference between block-by-block decoding and one causal "
+            "forward (worst backend); weights on future keys; zero weights on allowed keys.",
+            f"Blocks {chunks} of a sequence of n = {n} tokens, d = {d}, H = {heads}. A top-left "
+            "aligned mask (query i sees keys j <= i, as torch SDPA's is_causal does when "
+            "q_len != k_len) starves every query after the prefill of its history.",
+        ],
+        details={"chunks": chunks, "errors": errors, "future_weights": future,
+                 "starved_allowed_keys": starved},
+        margins=margins,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# attention.fully-masked-rows
+# ---------------------------------------------------------------------------------------------
+
+
+@claim(
+    "attention.fully-masked-rows",
+    source=f"{SEED_000} 因果掩码 (为什么用 -inf: e^-inf = 0); functional/softmax.py convention",
+    statement="""Masks act through -inf added before the softmax, so a forbidden key gets weight
+    exactly e^-inf = 0. A query whose every key is forbidden (a fully padded sequence, an
+    all-False mask row) then gets all-zero weights and a zero output, never NaN and never the
+    uniform average over the forbidden keys that a finite stand-in (-1e9, finfo.min) gives;
+    every other row still sums to 1.""",
+    falsifier="attention.mask-finfo-min",
+    expected="verified",
+    version=1,
+    seed_refs=[("000", 321, 325)],
+)
+@single_threaded
+def check_fully_masked_rows(ctx: Context) -> Evidence:
+    """``scaled_dot_product_attention`` with a key padding mask (sequence 1 fully padded,
+    sequence 0 with its last 3 keys padded) and a boolean ``attn_mask`` with one all-False
+    row, through the reference backend (weights) and the fused sdpa backend (outputs), float32.
+
+    Tolerances: weights and outputs of fully masked rows exactly 0 (the convention of
+    ``functional.softmax``: an all -inf row has no weight at all); other rows sum to 1 within
+    1e-6 and the two backends agree within 1e-5 (float32 sums of 8 terms).
+    """
+    gen = ctx.generator(1313)
+    b, h, t, s, d = 2, 2, 6, 8, 8
+    q, k, v = (torch.randn(b, h, n, d, generator=gen) for n in (t, s, s))
+    padding = torch.zeros(b, s, dtype=torch.bool)
+    padding[0, -3:] = True
+    padding[1] = True  # sequence 1: every key padded
+    allowed = torch.rand(t, s, generator=gen) < 0.7
+    allowed[:, 0] = True
+    allowed[2] = False  # query 2: no key allowed
+    pad_dead = (torch.arange(b) == 1).view(b, 1, 1).expand(b, h, t)  # (B, H, T) rows
+    mask_dead = (torch.arange(t) == 2).view(1, 1, t).expand(b, h, t)
+    dead_rows = [pad_dead, mask_dead, pad_dead | mask_dead]  # per mask case below
+    weights: list[Tensor] = []
+    outputs: dict[str, list[Tensor]] = {"reference": [], "sdpa": []}
+    for masks in ({"key_padding_mask": padding}, {"attn_mask": allowed},
+                  {"key_padding_mask": padding, "attn_mask": allowed}):
+        ref = scaled_dot_product_attention(q, k, v, return_weights=True, **masks)
+        fused = scaled_dot_product_attention(q, k, v, backend="sdpa", **masks)
+        assert ref.weights is not None
+        weights.append(ref.weights)
+        outputs["reference"].append(ref.output)
+        outputs["sdpa"].append(fused.output)
+    dead_weight = max(float(w[m].abs().max()) for w, m in zip(weights, dead_rows, strict=True))
+    dead_output = max(float(o[m].abs().max()) for outs in outputs.values()
+                      for o, m in zip(outs, dead_rows, strict=True))
+    live_row_err = max(float((w[~m].sum(-1) - 1.0).abs().max())
+                       for w, m in zip(weights, dead_rows, strict=True))
+    backend_diff = max(float((a - c).abs().max()) for a, c in
+                       zip(outputs["reference"], outputs["sdpa"], strict=True))
+    nonfinite = sum(int((~torch.isfinite(o)).sum()) for outs in outputs.values() for o in outs)
+    margins = [
+        at_most("max |weight| in fully masked rows", dead_weight, 0.0),
+        at_most("max |output| of fully masked rows (reference, sdpa)", dead_output, 0.0),
+        at_most("non-finite outputs (integers: < 1/2 is none)", nonfinite, 0.5),
+        at_most("max |row sum - 1| of the other rows", live_row_err, 1e-6),
+        at_most("max |reference - sdpa output|", backend_diff, 1e-5),
+    ]
+    return Evidence(
+        predicted=[0.0, 0.0, 0],
+        measured=[sig(dead_weight), sig(dead_output), nonfinite],
+        tolerance="fully masked rows exactly 0; other rows sum to 1 within 1e-6 (float32)",
+        verdict=decide(margins),
+        notes=[
+            "Order: largest weight and largest output in fully masked rows (padding mask, "
+            "boolean mask, both), non-finite outputs.",
+            "A finite mask value leaves a fully masked row with weights 1/8 on the padding "
+            "(softmax of equal logits), so its output is the mean of the padded values.",
+        ],
+        details={"dead_weight": dead_weight, "dead_output": dead_output,
+                 "live_row_sum_error": live_row_err, "backend_difference": backend_diff},
         margins=margins,
     )

@@ -16,25 +16,24 @@ from transformer_math.claims.attention._common import (
     SEED_000,
     SEED_004,
     build_mha,
-    scale_for,
     sig,
     single_threaded,
 )
 from transformer_math.claims.registry import (
     Context,
     Evidence,
-    Falsifier,
     Figure,
     Margin,
     Series,
-    agreement,
-    all_hold,
     at_most,
     claim,
     close_to,
+    decide,
 )
-from transformer_math.functional import (
+from transformer_math.functional.attention import (
     attention_logits,
+    attention_scores,
+    default_scale,
     scaled_dot_product_attention,
 )
 
@@ -50,24 +49,25 @@ def _scaled_dot_products(
     samples: int,
     generator: torch.Generator,
     *,
-    scales: tuple[float, ...],
     sigma_q: float = 1.0,
     sigma_k: float = 1.0,
     chunk: int = 8192,
-) -> list[Tensor]:
-    """``scale * q.k`` for ``samples`` independent pairs q ~ N(0, sigma_q^2 I), k ~ N(0,
-    sigma_k^2 I), one list entry per scale, each computed by the project's ``attention_logits``
-    on (samples, 1, 1, d_k) tensors (one query and one key per batch element)."""
-    out: list[list[Tensor]] = [[] for _ in scales]
+) -> tuple[Tensor, Tensor]:
+    """(q.k, the library's scaled logit) for ``samples`` independent pairs q ~ N(0, sigma_q^2
+    I), k ~ N(0, sigma_k^2 I) on (samples, 1, 1, d_k) tensors (one query and one key per batch
+    element): the raw product by ``attention_logits(q, k, 1)``, the scaled one by
+    ``attention_scores(q, k)`` with the library's default scale (``default_scale``)."""
+    raw: list[Tensor] = []
+    scaled: list[Tensor] = []
     done = 0
     while done < samples:
         m = min(chunk, samples - done)
         q = torch.randn(m, 1, 1, d_k, generator=generator) * sigma_q
         k = torch.randn(m, 1, 1, d_k, generator=generator) * sigma_k
-        for i, s in enumerate(scales):
-            out[i].append(attention_logits(q, k, s).reshape(m).double())
+        raw.append(attention_logits(q, k, 1.0).reshape(m).double())
+        scaled.append(attention_scores(q, k).reshape(m).double())
         done += m
-    return [torch.cat(parts) for parts in out]
+    return torch.cat(raw), torch.cat(scaled)
 
 
 def _variance_rel_se(d_k: int, samples: int) -> float:
@@ -81,14 +81,14 @@ def _variance_rel_se(d_k: int, samples: int) -> float:
 
 
 def _standard_variances(
-    scale: str, samples: int, gen: torch.Generator
+    samples: int, gen: torch.Generator
 ) -> tuple[list[Margin], dict[str, list[float]]]:
     """Part (1): Var(q.k) = d_k and Var(scale q.k) = 1 for d_k in {16, 64, 512}."""
     margins: list[Margin] = []
     values: dict[str, list[float]] = {"var_unscaled": [], "var_scaled": [],
                                       "relative_tolerance": []}
     for d_k in (16, 64, 512):
-        raw, sc = _scaled_dot_products(d_k, samples, gen, scales=(1.0, scale_for(scale, d_k)))
+        raw, sc = _scaled_dot_products(d_k, samples, gen)
         rel = N_SIGMA * _variance_rel_se(d_k, samples)
         v_raw, v_sc = float(raw.var()), float(sc.var())
         values["var_unscaled"].append(v_raw)
@@ -100,14 +100,12 @@ def _standard_variances(
 
 
 def _product_of_sigmas(
-    scale: str, samples: int, gen: torch.Generator
+    samples: int, gen: torch.Generator
 ) -> tuple[list[Margin], dict[str, Any]]:
     """Part (2a), exercise 8.3.1-1 with sigma_q = 2, sigma_k = 0.5: Var = d_k * 4 * 0.25 = d_k."""
     d_k = 64
     rel = N_SIGMA * _variance_rel_se(d_k, samples)
-    raw, sc = _scaled_dot_products(
-        d_k, samples, gen, scales=(1.0, scale_for(scale, d_k)), sigma_q=2.0, sigma_k=0.5
-    )
+    raw, sc = _scaled_dot_products(d_k, samples, gen, sigma_q=2.0, sigma_k=0.5)
     var, var_scaled = float(raw.var()), float(sc.var())
     margins = [
         close_to("sigma_q = 2, sigma_k = 0.5: Var(q.k)", var, d_k * 4.0 * 0.25, rel=rel),
@@ -118,7 +116,7 @@ def _product_of_sigmas(
 
 
 def _unequal_projections(
-    scale: str, samples: int, gen: torch.Generator
+    samples: int, gen: torch.Generator
 ) -> tuple[list[Margin], dict[str, Any]]:
     """Part (2b): W_Q initialised with twice W_K's variance, through ``project_qkv``.
 
@@ -138,8 +136,8 @@ def _unequal_projections(
         q, k, _ = module.project_qkv(x, x, x)  # (pairs, H, 2, d_k)
     q0, k1 = q[:, :, :1], k[:, :, 1:]  # query of token 0, key of token 1: independent
     var = float(attention_logits(q0, k1, 1.0).double().var())
-    var_standard = float(attention_logits(q0, k1, scale_for(scale, d_k)).double().var())
-    corrected = scale_for(scale, d_k) / math.sqrt(2.0 * 1.0)  # / (sigma_q sigma_k)
+    var_standard = float(attention_scores(q0, k1).double().var())  # the library's default
+    corrected = default_scale(d_k) / math.sqrt(2.0 * 1.0)  # / (sigma_q sigma_k)
     var_corrected = float(attention_logits(q0, k1, corrected).double().var())
     n_b = pairs * heads
     rel = N_SIGMA * _variance_rel_se(d_k, n_b)
@@ -164,9 +162,9 @@ def _variance_figure(samples: int, gen: torch.Generator) -> Figure:
     fig_samples = max(samples // 8, 1000)
     fig: dict[str, list[float]] = {"none": [], "sqrt_dk": [], "d_k": []}
     for d in grid:
-        parts = _scaled_dot_products(d, fig_samples, gen, scales=(1.0, 1.0 / math.sqrt(d), 1.0 / d))
-        for key, values in zip(("none", "sqrt_dk", "d_k"), parts, strict=True):
-            fig[key].append(float(values.var()))
+        raw, _ = _scaled_dot_products(d, fig_samples, gen)
+        for key, c in (("none", 1.0), ("sqrt_dk", 1.0 / math.sqrt(d)), ("d_k", 1.0 / d)):
+            fig[key].append(float((c * raw).var()))  # Var(c q.k) = c^2 Var(q.k)
     gx = [float(d) for d in grid]
     return Figure(
         title="Variance of attention logits q.k * scale, q, k ~ N(0, I)",
@@ -193,15 +191,20 @@ def _variance_figure(samples: int, gen: torch.Generator) -> Figure:
     sigma_k^2, so the variance-normalising factor is sigma_q sigma_k sqrt(d_k): with sigma_q = 2,
     sigma_k = 0.5 the plain sqrt(d_k) is still right; with W_Q initialised at twice W_K's variance
     it is not.""",
-    falsifier=Falsifier(
-        "scale by d_k",
-        {"scale": "d_k"},
-        "divide the logits by d_k instead of sqrt(d_k): the scaled variance becomes 1/d_k",
-    ),
+    falsifier="attention.scale-by-dk",
+    expected="verified",
+    version=2,
+    seed_refs=[("000", 223, 259), ("000", 400, 400), ("004", 31, 43)],
 )
 @single_threaded
-def check_sqrt_dk_variance(ctx: Context, *, scale: str = "sqrt_dk") -> Evidence:
-    """Monte-Carlo variances of logits computed by ``attention_logits`` (000 §8.3.1 property 2).
+def check_sqrt_dk_variance(ctx: Context) -> Evidence:
+    """Monte-Carlo variances of logits: q.k by ``attention_logits`` and the scaled logit by
+    ``attention_scores`` at the library's default scale (000 §8.3.1 property 2).
+
+    Version 2 (issue 14): the scaled logits come from the library's default scale
+    (``functional.attention.default_scale``, used by every attention call without an explicit
+    scale), no longer from a scale chosen inside the claim; the falsifier is the planted bug
+    ``attention.scale-by-dk`` (default scale 1/d_k), not a keyword argument.
 
     Derivation (000 §8.3.1): E[q_l k_l] = 0, Var(q_l k_l) = Var(q_l) Var(k_l), and the d_k terms
     are independent, so Var(q.k) = d_k sigma_q^2 sigma_k^2; scaling by c multiplies it by c^2.
@@ -210,9 +213,9 @@ def check_sqrt_dk_variance(ctx: Context, *, scale: str = "sqrt_dk") -> Evidence:
     """
     gen = ctx.generator(101)
     samples = ctx.pick(4_000, 20_000, 200_000)
-    standard, values = _standard_variances(scale, samples, gen)
-    general_a, details_a = _product_of_sigmas(scale, samples, gen)
-    general_b, details_b = _unequal_projections(scale, samples, gen)
+    standard, values = _standard_variances(samples, gen)
+    general_a, details_a = _product_of_sigmas(samples, gen)
+    general_b, details_b = _unequal_projections(samples, gen)
     margins = [*standard, *general_a, *general_b]
     tolerances, rel_b = values["relative_tolerance"], details_b.pop("relative_tolerance")
     d_k = details_a["d_k"]
@@ -226,7 +229,7 @@ def check_sqrt_dk_variance(ctx: Context, *, scale: str = "sqrt_dk") -> Evidence:
             f"d_k = 16 / 64 / 512 (5 standard errors, N = {samples}); {rel_b:.3f} for the W_Q "
             "case"
         ),
-        verdict=agreement(all_hold(margins)),
+        verdict=decide(margins),
         notes=[
             "Order: Var(q.k) for d_k = 16, 64, 512; Var(q.k/sqrt(d_k)) for the same; "
             "Var(q.k) with W_Q at twice W_K's variance (d_k = 64, predicted d_k sigma_q^2 "
@@ -241,7 +244,8 @@ def check_sqrt_dk_variance(ctx: Context, *, scale: str = "sqrt_dk") -> Evidence:
             "relative (the 6/d_k term is the excess kurtosis of q.k).",
         ],
         figures=[_variance_figure(samples, gen)],
-        details={"samples": samples, "scale": scale, "d_k": [16, 64, 512], **values,
+        details={"samples": samples, "default_scale_d_k_64": default_scale(64),
+                 "d_k": [16, 64, 512], **values,
                  "general_a": details_a, "general_b": details_b},
         margins=margins,
     )
@@ -269,16 +273,18 @@ def _max_diff(a: list[float], b: list[float]) -> float:
     source=f"{SEED_000} 一个手算的最小例子",
     statement="""For q1 = (1, 0), keys (1, 0), (0, 1), (1, 1), values (10, 0), (0, 10), (5, 5) and
     d_k = 2, the weights are (0.401, 0.198, 0.401) and the output is (6.01, 3.98).""",
-    falsifier=Falsifier(
-        "no scaling",
-        {"scale": "none"},
-        "omit the 1/sqrt(d_k) factor: weights become (0.422, 0.155, 0.422)",
-    ),
+    falsifier="attention.scale-dropped",
+    expected="verified",
+    version=2,
+    seed_refs=[("000", 331, 353)],
 )
 @single_threaded
-def check_hand_example(ctx: Context, *, scale: str = "sqrt_dk") -> Evidence:
-    """``scaled_dot_product_attention`` on the seed's numbers (float64), compared with the
-    seed's printed values and with the exact closed form (``_hand_example_exact``).
+def check_hand_example(ctx: Context) -> Evidence:
+    """``scaled_dot_product_attention`` on the seed's numbers (float64) at the library's default
+    scale, compared with the seed's printed values and with the exact closed form
+    (``_hand_example_exact``). Version 2 (issue 14): the scale is the library's default (no
+    claim-local choice); the falsifier is the planted bug ``attention.scale-dropped`` (default
+    scale 1: weights (0.422, 0.155, 0.422)).
 
     Tolerances: weights 5e-4 (the seed prints 3 decimals); output 0.01 (the seed multiplies its
     rounded weights: 0.401 * 15 = 6.015 -> 6.01, while the exact value is 6.0167); exact closed
@@ -289,7 +295,7 @@ def check_hand_example(ctx: Context, *, scale: str = "sqrt_dk") -> Evidence:
     q = torch.tensor([[[[1.0, 0.0]]]], dtype=dtype)
     k = torch.tensor([[[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]]], dtype=dtype)
     v = torch.tensor([[[[10.0, 0.0], [0.0, 10.0], [5.0, 5.0]]]], dtype=dtype)
-    out = scaled_dot_product_attention(q, k, v, scale=scale_for(scale, 2), return_weights=True)
+    out = scaled_dot_product_attention(q, k, v, return_weights=True)  # default scale
     assert out.weights is not None
     weights = [float(w) for w in out.weights.reshape(3)]
     output = [float(o) for o in out.output.reshape(2)]
@@ -305,14 +311,14 @@ def check_hand_example(ctx: Context, *, scale: str = "sqrt_dk") -> Evidence:
         predicted=[*seed_weights, *seed_output],
         measured=[round(w, 4) for w in weights] + [round(o, 4) for o in output],
         tolerance="weights 5e-4 (3 printed decimals), output 0.01; closed form 1e-12",
-        verdict=agreement(all_hold(margins)),
+        verdict=decide(margins),
         notes=[
             f"Exact values: weights ({exact_w[0]:.5f}, {exact_w[1]:.5f}, {exact_w[2]:.5f}), "
             f"output ({exact_o[0]:.4f}, {exact_o[1]:.4f}). The seed's 6.01 comes from its "
             "rounded weights (0.401 * 15 = 6.015); the exact first coordinate 6.0167 would "
             "round to 6.02. A rounding detail, not an error of the method.",
         ],
-        details={"scale": scale, "weights": weights, "output": output,
+        details={"scale": default_scale(2), "weights": weights, "output": output,
                  "exact_weights": exact_w, "exact_output": exact_o},
         margins=margins,
     )

@@ -9,7 +9,6 @@ but never overflows (every exponent <= 0) and never divides 0 by 0 (the largest 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -18,31 +17,27 @@ from transformer_math.claims.attention._common import (
     SEED_000,
     SEED_004,
     randn,
-    scale_for,
     sig,
     single_threaded,
 )
 from transformer_math.claims.registry import (
     Context,
     Evidence,
-    Falsifier,
     Figure,
     Margin,
     Series,
-    agreement,
-    all_hold,
     at_least,
     at_most,
     claim,
+    decide,
 )
 from transformer_math.diagnostics import attention_entropy, jacobian_matrix
-from transformer_math.functional import (
-    attention_logits,
-    naive_softmax,
+from transformer_math.functional.attention import (
+    attention_scores,
+    default_scale,
     scaled_dot_product_attention,
-    softmax_jacobian,
-    stable_softmax,
 )
+from transformer_math.functional.softmax import naive_softmax, softmax_jacobian, stable_softmax
 
 # ---------------------------------------------------------------------------------------------
 # attention.softmax-saturation
@@ -92,16 +87,19 @@ def _saturation_figure(curve: list[dict[str, float]], grid: list[float], d_k: in
     statement="""With d_k = 512, unscaled logits q.k (standard deviation sqrt(512) ~ 22.6) make
     softmax rows nearly one-hot and the softmax Jacobian diag(p) - p p^T collapse towards 0;
     logits scaled by 1/sqrt(d_k) give soft rows with an O(1) Jacobian.""",
-    falsifier=Falsifier(
-        "forget the scale",
-        {"scale": "none"},
-        "the arm that should be scaled by 1/sqrt(d_k) is left unscaled, so it saturates too",
-    ),
+    falsifier="attention.scale-dropped",
+    expected="verified",
+    version=2,
+    seed_refs=[("000", 247, 259)],
 )
 @single_threaded
-def check_softmax_saturation(ctx: Context, *, scale: str = "sqrt_dk") -> Evidence:
-    """Weights from ``scaled_dot_product_attention(..., return_weights=True)``; Jacobian from
+def check_softmax_saturation(ctx: Context) -> Evidence:
+    """Weights from ``scaled_dot_product_attention(..., return_weights=True)``: the unscaled arm
+    with ``scale=1``, the scaled arm with the library's default scale; Jacobian from
     ``softmax_jacobian`` (cross-checked against autograd on ``stable_softmax``).
+
+    Version 2 (issue 14): the scaled arm uses the library's default scale (no claim-local
+    choice), so the planted bug ``attention.scale-dropped`` (default scale 1) makes it saturate.
 
     Prediction (000 §8.3.1): if one weight tends to 1 and the rest to 0, every entry
     p_i (delta_ij - p_j) of the Jacobian tends to 0. Thresholds: "saturated" means median max
@@ -116,15 +114,15 @@ def check_softmax_saturation(ctx: Context, *, scale: str = "sqrt_dk") -> Evidenc
     k = randn(rows, 1, n_keys, d_k, generator=gen)
     v = randn(rows, 1, n_keys, 4, generator=gen)
 
-    def weights_at(t: float) -> Tensor:
+    def weights_at(t: float | None) -> Tensor:
         out = scaled_dot_product_attention(q, k, v, scale=t, return_weights=True)
         assert out.weights is not None
         return out.weights.reshape(rows, n_keys)
 
-    scaled_t = scale_for(scale, d_k)
+    scaled_t = default_scale(d_k)
     unscaled = _row_statistics(weights_at(1.0))
-    scaled = _row_statistics(weights_at(scaled_t))
-    jac_err = _jacobian_autograd_error(attention_logits(q[:4], k[:4], scaled_t).reshape(4, n_keys))
+    scaled = _row_statistics(weights_at(None))  # the library's default scale
+    jac_err = _jacobian_autograd_error(attention_scores(q[:4], k[:4]).reshape(4, n_keys))
     margins = [
         at_least("unscaled: median max weight", unscaled["max_weight"], 0.99),
         at_most("unscaled: median ||J||_2", unscaled["jacobian_norm"], 0.01),
@@ -144,7 +142,7 @@ def check_softmax_saturation(ctx: Context, *, scale: str = "sqrt_dk") -> Evidenc
             "saturated: median max weight >= 0.99 and median ||J||_2 <= 0.01; soft: median max "
             "weight <= 0.5 and median ||J||_2 >= 0.1; closed-form vs autograd Jacobian <= 1e-12"
         ),
-        verdict=agreement(all_hold(margins)),
+        verdict=decide(margins),
         notes=[
             "Order: unscaled median max weight, unscaled median ||J||_2, scaled median max "
             "weight, scaled median ||J||_2.",
@@ -166,21 +164,15 @@ def check_softmax_saturation(ctx: Context, *, scale: str = "sqrt_dk") -> Evidenc
 # ---------------------------------------------------------------------------------------------
 
 
-_SOFTMAXES: dict[str, Callable[[Tensor], Tensor]] = {
-    "stable": lambda x: stable_softmax(x, dim=-1),
-    "naive": lambda x: naive_softmax(x, dim=-1),
-}
-
 Case = dict[str, float | int]
 
 
-def _softmax_cases(fn: Callable[[Tensor], Tensor], base: Tensor, dtype: torch.dtype
-                   ) -> dict[str, Case]:
-    """``fn`` against ``torch.softmax`` on three kinds of rows in ``dtype``: N(0, 1) * 1e4
-    (overflow), -1e4 + 10 N(0, 1) (underflow of every exp), N(0, 1) (both formulas agree);
-    ``base`` holds the three (rows, n) float64 draws. Per case: max |difference|, max
-    |row sum - 1| (inf when ``fn`` returned a non-finite value) and the naive formula's count
-    of non-finite outputs."""
+def _softmax_cases(base: Tensor, dtype: torch.dtype) -> dict[str, Case]:
+    """The library's ``stable_softmax`` against ``torch.softmax`` on three kinds of rows in
+    ``dtype``: N(0, 1) * 1e4 (overflow), -1e4 + 10 N(0, 1) (underflow of every exp), N(0, 1)
+    (both formulas agree); ``base`` holds the three (rows, n) float64 draws. Per case: max
+    |difference|, max |row sum - 1| (inf when it returned a non-finite value) and the naive
+    formula's count of non-finite outputs."""
     cases = {
         "large (1e4)": base[0] * 1e4,
         "very negative (-1e4)": -1e4 + 10.0 * base[1],
@@ -189,7 +181,7 @@ def _softmax_cases(fn: Callable[[Tensor], Tensor], base: Tensor, dtype: torch.dt
     results: dict[str, Case] = {}
     for name, logits64 in cases.items():
         logits = logits64.to(dtype)
-        out = fn(logits)
+        out = stable_softmax(logits, dim=-1)
         finite = bool(torch.isfinite(out).all())
         diff = float((out - torch.softmax(logits, dim=-1)).abs().max()) if finite else math.inf
         row_err = float((out.sum(-1) - 1.0).abs().max()) if finite else math.inf
@@ -206,30 +198,30 @@ def _softmax_cases(fn: Callable[[Tensor], Tensor], base: Tensor, dtype: torch.dt
     statement="""For logits of size 1e4 the naive exp(x_i) / sum_j exp(x_j) overflows to inf/NaN
     (and underflows to 0/0 for logits near -1e4), while the max-subtracted softmax is finite and
     matches torch.softmax in float32 and float64.""",
-    falsifier=Falsifier(
-        "naive softmax",
-        {"softmax": "naive"},
-        "use exp(x) / sum exp(x) without subtracting the max",
-    ),
+    falsifier="attention.softmax-no-max-shift",
+    expected="verified",
+    version=2,
+    seed_refs=[("004", 71, 102)],
 )
 @single_threaded
-def check_stable_softmax(ctx: Context, *, softmax: str = "stable") -> Evidence:
-    """The project's ``stable_softmax`` (or ``naive_softmax``) against ``torch.softmax``.
+def check_stable_softmax(ctx: Context) -> Evidence:
+    """The project's ``stable_softmax`` against ``torch.softmax``; ``naive_softmax`` beside it
+    shows the problem is real. Version 2 (issue 14): the falsifier is the planted bug
+    ``attention.softmax-no-max-shift`` in ``stable_softmax`` itself, not a keyword choosing
+    another function.
 
     Inputs per dtype: rows of N(0, 1) * 1e4 (overflow), rows around -1e4 with spread 10
     (underflow of every exp), and N(0, 1) rows (where both formulas agree). Tolerances: max
     absolute difference 1e-6 (float32) and 1e-12 (float64), row sums within the same. The naive
     formula's inf/NaN count is reported and must be positive: the problem is real.
     """
-    if softmax not in _SOFTMAXES:
-        raise ValueError(f"softmax must be one of {sorted(_SOFTMAXES)}, got {softmax!r}")
     gen = ctx.generator(909)
     rows, n = ctx.pick(16, 64, 512), 32
     results: dict[str, Case] = {}
     margins: list[Margin] = []
     for dtype, tol in ((torch.float32, 1e-6), (torch.float64, 1e-12)):
         base = torch.randn(3, rows, n, generator=gen, dtype=torch.float64)
-        cases = _softmax_cases(_SOFTMAXES[softmax], base, dtype)
+        cases = _softmax_cases(base, dtype)
         results.update(cases)
         name = str(dtype).removeprefix("torch.")
         margins += [
@@ -250,12 +242,12 @@ def check_stable_softmax(ctx: Context, *, softmax: str = "stable") -> Evidence:
         predicted=0.0,
         measured=sig(worst) if math.isfinite(worst) else "inf/NaN",
         tolerance="max |softmax - torch.softmax| <= 1e-6 (float32), 1e-12 (float64)",
-        verdict=agreement(all_hold(margins)),
+        verdict=decide(margins),
         notes=[
-            f"Value: worst max |{softmax} softmax - torch.softmax| over all cases and dtypes.",
+            "Value: worst max |stable_softmax - torch.softmax| over all cases and dtypes.",
             "Naive formula, non-finite outputs per case: "
             + ", ".join(f"{k}: {v}" for k, v in naive_counts.items()) + ".",
         ],
-        details={"softmax": softmax, "rows": rows, "keys": n, "cases": results},
+        details={"rows": rows, "keys": n, "cases": results},
         margins=margins,
     )
