@@ -117,3 +117,16 @@ def test_window_mask_limits_attention_to_the_last_keys() -> None:
     torch.testing.assert_close(torch.tensor(wide[1]), torch.tensor(plain[1]))
     narrow = evaluate_by_position(model, tokens, mask, cfg.bin_width, window=2)
     assert narrow[1] != plain[1]
+
+
+def test_window_mask_sign_bug() -> None:
+    """Issue 14: the planted sign error keeps every past key (the window does nothing)."""
+    from transformer_math.bugs import plant
+
+    good = window_mask(6, 2)
+    assert not bool(good[5, 0]) and bool(good[5, 4]) and bool(good[5, 5])
+    with plant("position.window-mask-sign"):
+        bad = window_mask(6, 2)
+    assert bool(bad[5, 0])  # key 0 visible to query 5 although it is 5 > 2 back
+    past = torch.tril(torch.ones(6, 6, dtype=torch.bool))
+    assert bool(bad[past].all())  # the whole causal past is visible

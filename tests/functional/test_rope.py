@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from transformer_math.functional.rope import (
+    angles_to_cos_sin,
     apply_rotary,
     apply_rotary_complex,
     axial_rope_angles,
@@ -225,3 +226,136 @@ def test_axial_reduces_to_1d_and_is_relative() -> None:
     assert a == pytest.approx(b, abs=1e-4)
     with pytest.raises(ValueError, match="sections must be positive and sum"):
         axial_rope_angles(p, inv, [4, 4, 4])
+
+
+# ------------------------------------------------------------------ planted bugs (issue 14)
+# Each test: the planted behaviour differs from the correct one, and the correct one is right.
+
+from transformer_math.bugs import plant  # noqa: E402
+from transformer_math.theory.positions import (  # noqa: E402
+    axial_angles_closed_form,
+    closed_form_rope_frequencies,
+    roformer_frequencies,
+)
+
+
+def test_bug_angles_in_bf16() -> None:
+    inv = default_inv_freq(64, 1e4)
+    pos = torch.tensor([4000])
+    exact = 4000 * inv
+    good = rope_angles(pos, inv).double()[0]
+    with plant("rope.angles-in-bf16"):
+        bad = rope_angles(pos, inv).double()[0]
+    assert float((good - exact).abs().max()) < 1e-3  # float32: ulp(4000)/2 ~ 2.4e-4
+    assert float((bad - exact).abs().max()) > 1.0  # bf16: ulp(4000) = 16
+
+
+def test_bug_cos_sin_swapped() -> None:
+    angles = torch.tensor([[0.3, 1.1]])
+    cos, sin = angles_to_cos_sin(angles, layout="interleaved")
+    assert torch.allclose(cos, torch.tensor([[math.cos(0.3)] * 2 + [math.cos(1.1)] * 2]))
+    with plant("rope.cos-sin-swapped"):
+        bcos, bsin = angles_to_cos_sin(angles, layout="interleaved")
+    assert torch.equal(bcos, sin) and torch.equal(bsin, cos)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_bug_rotation_sign(grad: bool) -> None:
+    x = torch.tensor([[1.0, 0.0]], requires_grad=grad)  # plane (a, b) = (1, 0)
+    cos, sin = rope_cos_sin(torch.tensor([1]), torch.tensor([math.pi / 2]), layout="half")
+    good = apply_rotary(x, cos, sin)
+    with plant("rope.rotation-sign"):
+        bad = apply_rotary(x, cos, sin)
+    assert torch.allclose(good, torch.tensor([[0.0, 1.0]]), atol=1e-6)  # R(90°) e1 = e2
+    assert torch.allclose(bad, torch.tensor([[0.0, -1.0]]), atol=1e-6)
+
+
+def test_bug_layout_no_permutation() -> None:
+    assert interleaved_to_half_permutation(6).tolist() == [0, 2, 4, 1, 3, 5]
+    with plant("rope.layout-no-permutation"):
+        assert interleaved_to_half_permutation(6).tolist() == list(range(6))
+
+
+def test_bug_axial_sections_interleaved() -> None:
+    inv = default_inv_freq(12, 100.0).float()
+    p = torch.tensor([[3.0, 7.0]])
+    closed = axial_angles_closed_form(p, inv.double().tolist(), [3, 3])
+    good = axial_rope_angles(p, inv, [3, 3]).double()
+    with plant("rope.axial-sections-interleaved"):
+        bad = axial_rope_angles(p, inv, [3, 3]).double()
+    assert torch.allclose(good, closed, atol=1e-5)
+    assert float((bad - closed).abs().max()) > 0.1
+
+
+def test_bug_inv_freq_exponent() -> None:
+    closed = torch.tensor(roformer_frequencies(16, 1e4), dtype=torch.float64)
+    assert torch.allclose(default_inv_freq(16, 1e4), closed, rtol=1e-12)
+    with plant("rope.inv-freq-exponent"):
+        bad = default_inv_freq(16, 1e4)
+    assert float(bad[1]) == pytest.approx(1e4 ** (-1 / 16))
+    assert not torch.allclose(bad, closed, rtol=1e-3)
+
+
+@pytest.mark.parametrize(("bug", "expected"), [
+    ("rope.yarn-attention-factor-dropped", 1.0),
+    ("rope.yarn-attention-factor-squared", (0.1 * math.log(8) + 1) ** 2),
+])
+def test_bug_yarn_attention_factor(bug: str, expected: float) -> None:
+    params = {"factor": 8.0, "original_max_position_embeddings": 256}
+    _, good = compute_rope_frequencies("yarn", 64, 1e4, params)
+    assert good == pytest.approx(0.1 * math.log(8) + 1)
+    assert good == pytest.approx(closed_form_rope_frequencies("yarn", 64, 1e4, params)[1])
+    with plant(bug):
+        _, bad = compute_rope_frequencies("yarn", 64, 1e4, params)
+    assert bad == pytest.approx(expected)
+
+
+def test_bug_dynamic_fixed_factor() -> None:
+    params = {"factor": 2.0, "original_max_position_embeddings": 100}
+    for length in (200, 800):
+        good, _ = compute_rope_frequencies("dynamic", 16, 1e4, params, length)
+        closed, _ = closed_form_rope_frequencies("dynamic", 16, 1e4, params, length)
+        assert torch.allclose(good, torch.tensor(closed, dtype=torch.float64), rtol=1e-12)
+    with plant("rope.dynamic-fixed-factor"):
+        a, _ = compute_rope_frequencies("dynamic", 16, 1e4, params, 200)
+        b, _ = compute_rope_frequencies("dynamic", 16, 1e4, params, 800)
+    assert torch.equal(a, b)  # the growth no longer follows the length
+    assert not torch.allclose(b, compute_rope_frequencies("dynamic", 16, 1e4, params, 800)[0])
+
+
+def test_bug_longrope_switch_off_by_one() -> None:
+    params = {"original_max_position_embeddings": 64, "short_factor": [1.0] * 4,
+              "long_factor": [2.0] * 4}
+    at_l0, _ = compute_rope_frequencies("longrope", 8, 1e4, params, 64)
+    assert torch.allclose(at_l0, default_inv_freq(8, 1e4))  # seq_len == L0: short factors
+    with plant("rope.longrope-switch-off-by-one"):
+        bad, _ = compute_rope_frequencies("longrope", 8, 1e4, params, 64)
+    assert torch.allclose(bad, default_inv_freq(8, 1e4) / 2)
+
+
+def test_bug_llama3_bands_swapped() -> None:
+    params = {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+              "original_max_position_embeddings": 256}
+    good, _ = compute_rope_frequencies("llama3", 64, 1e4, params)
+    closed, _ = closed_form_rope_frequencies("llama3", 64, 1e4, params)
+    assert torch.allclose(good, torch.tensor(closed, dtype=torch.float64), rtol=1e-12)
+    inv = default_inv_freq(64, 1e4)
+    assert float(good[0] / inv[0]) == pytest.approx(1.0)  # highest frequency kept
+    with plant("rope.llama3-bands-swapped"):
+        bad, _ = compute_rope_frequencies("llama3", 64, 1e4, params)
+    assert float(bad[0] / inv[0]) == pytest.approx(1 / 8)
+    assert float(bad[-1] / inv[-1]) == pytest.approx(1.0)
+
+
+def test_closed_forms_match_every_scaling_type() -> None:
+    """theory/positions.py's published formulas against functional/rope_scaling.py."""
+    cases = [("default", {}, None), ("linear", {"factor": 4.0}, None),
+             ("ntk", {"factor": 4.0}, None),
+             ("yarn", {"factor": 4.0, "original_max_position_embeddings": 128}, None),
+             ("longrope", {"original_max_position_embeddings": 128, "factor": 4.0,
+                           "short_factor": [1.0] * 16, "long_factor": [3.0] * 16}, 500)]
+    for rope_type, params, seq_len in cases:
+        got, factor = compute_rope_frequencies(rope_type, 32, 1e4, params, seq_len)
+        closed, closed_factor = closed_form_rope_frequencies(rope_type, 32, 1e4, params, seq_len)
+        assert torch.allclose(got, torch.tensor(closed, dtype=torch.float64), rtol=1e-12)
+        assert factor == pytest.approx(closed_factor)

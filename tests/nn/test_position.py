@@ -135,3 +135,56 @@ def test_plain_attention_unchanged() -> None:
     out = mha(x, is_causal=True)
     ref = mha(x, is_causal=True, position_ids=torch.arange(50, 54))
     torch.testing.assert_close(out, ref)
+
+
+# ------------------------------------------------------------------ planted bugs (issue 14)
+
+
+def test_learned_silent_clamp_bug() -> None:
+    from transformer_math.bugs import plant
+
+    emb = LearnedPositionalEmbedding(4, 3, generator=_g(0))
+    with pytest.raises(IndexError, match="outside the learned table"):
+        emb(torch.zeros(1, 6, 3))
+    with plant("position.learned-silent-clamp"):
+        out = emb(torch.zeros(1, 6, 3))  # no error: rows 4 and 5 reuse row 3
+    torch.testing.assert_close(out[0, 4], emb.weight[3].detach())
+    torch.testing.assert_close(out[0, 5], emb.weight[3].detach())
+
+
+def test_rotary_module_uses_rope_angles_so_the_bf16_bug_reaches_it() -> None:
+    from transformer_math.bugs import plant
+
+    cos, _ = RotaryEmbedding(64)(torch.tensor([4000]))
+    with plant("rope.angles-in-bf16"):
+        bad, _ = RotaryEmbedding(64)(torch.tensor([4000]))
+    exact = torch.cos(4000 * RotaryEmbedding(64).inv_freq.double())
+    assert float((cos[0, :32].double() - exact).abs().max()) < 1e-3
+    assert float((bad[0, :32].double() - exact).abs().max()) > 0.1
+
+
+def test_kv_positions_restart_bug() -> None:
+    """The decoder numbers cached steps past .. past + t - 1; the planted bug restarts at 0."""
+    from transformer_math.bugs import plant
+    from transformer_math.nn.config import TransformerConfig
+    from transformer_math.nn.transformer import build_transformer
+
+    config = TransformerConfig(hidden_size=16, num_heads=2, num_layers=1, output_size=0,
+                               max_seq_len=8, position="sinusoidal",
+                               attention_backend="reference")
+    model = build_transformer(config, _g(0))
+    x = torch.randn(1, 6, 16, generator=_g(1))
+
+    def cached() -> torch.Tensor:
+        with torch.no_grad():
+            caches = model.new_caches()
+            outs = [model(inputs_embeds=x[:, :3], caches=caches)]
+            outs += [model(inputs_embeds=x[:, i:i + 1], caches=caches) for i in range(3, 6)]
+        return torch.cat(outs, dim=1)
+
+    with torch.no_grad():
+        full = model(inputs_embeds=x)
+    torch.testing.assert_close(cached(), full, atol=1e-5, rtol=1e-5)
+    with plant("position.kv-positions-restart"):
+        bad = cached()
+    assert float((bad[:, 3:] - full[:, 3:]).abs().max()) > 1e-3

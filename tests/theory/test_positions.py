@@ -68,3 +68,48 @@ def test_aliased_fraction_bounds() -> None:
 def test_seed_ndim_tables_build_half_the_frequencies() -> None:
     n_freq, shape = seed_ndim_rope_tables(64, 2, 32)
     assert n_freq == 16 and shape == (1, 1, 32, 32)
+
+
+# ------------------------------------------------------------ independent closed forms (issue 14)
+
+
+def test_vaswani_formula_and_shift_matrix() -> None:
+    import math
+
+    from transformer_math.theory.positions import vaswani_shift_matrix, vaswani_sinusoid
+
+    pe = vaswani_sinusoid(40, 8)
+    assert pe[3, 2] == pytest.approx(math.sin(3 / 10000 ** (2 / 8)))
+    assert pe[3, 3] == pytest.approx(math.cos(3 / 10000 ** (2 / 8)))
+    M = vaswani_shift_matrix(5, 8)
+    torch.testing.assert_close(pe[5:], pe[:-5] @ M.T, atol=1e-12, rtol=0)
+
+
+def test_closed_form_frequencies_by_hand() -> None:
+    import math
+
+    from transformer_math.theory.positions import closed_form_rope_frequencies, roformer_frequencies
+
+    assert roformer_frequencies(4, 100.0) == [1.0, 0.1]
+    lin, f = closed_form_rope_frequencies("linear", 4, 100.0, {"factor": 2.0})
+    assert lin == [0.5, 0.05] and f == 1.0
+    ntk, _ = closed_form_rope_frequencies("ntk", 4, 100.0, {"factor": 2.0})
+    assert ntk[0] == 1.0 and ntk[1] == pytest.approx(0.1 / 2)  # lowest pair divided by s
+    _, yf = closed_form_rope_frequencies("yarn", 4, 100.0, {
+        "factor": 4.0, "original_max_position_embeddings": 64})
+    assert yf == pytest.approx(0.1 * math.log(4) + 1)
+    short, _ = closed_form_rope_frequencies("longrope", 4, 100.0, {
+        "original_max_position_embeddings": 64, "short_factor": [1, 1], "long_factor": [2, 4],
+        "factor": 4.0}, 64)
+    long, lf = closed_form_rope_frequencies("longrope", 4, 100.0, {
+        "original_max_position_embeddings": 64, "short_factor": [1, 1], "long_factor": [2, 4],
+        "factor": 4.0}, 65)
+    assert short == [1.0, 0.1] and long == [0.5, 0.025]
+    assert lf == pytest.approx(math.sqrt(1 + math.log(4) / math.log(64)))
+
+
+def test_axial_closed_form() -> None:
+    from transformer_math.theory.positions import axial_angles_closed_form
+
+    got = axial_angles_closed_form(torch.tensor([[2.0, 3.0]]), [1.0, 0.5, 0.25], [2, 1])
+    assert got.tolist() == [[2.0, 1.0, 0.75]]

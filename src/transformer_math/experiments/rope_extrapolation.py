@@ -38,10 +38,21 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from transformer_math.bugs import declare_bug, planted
 from transformer_math.functional.rope_scaling import compute_rope_frequencies, default_inv_freq
 from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.position import RotaryEmbedding
 from transformer_math.nn.transformer import Transformer, build_transformer
+
+# Planted bug (issue 14): falsifier of position.extrapolation-experiment, killed in the quick
+# tier by position.window-relative.
+WINDOW_MASK_SIGN = declare_bug(
+    "position.window-mask-sign",
+    "the sliding-window mask compares the signed offset the wrong way round (j - i < W instead "
+    "of i - j < W): every past key stays visible and the window does nothing",
+    module=__name__,
+    seen_in="sliding-window masks built from (j - i) vs (i - j); the window silently becomes "
+            "full causal attention")
 
 SCHEMES = ("rope", "alibi", "learned")
 ROPE_VARIANTS = ("none", "linear", "ntk", "dynamic", "yarn", "high-interp", "window")
@@ -236,6 +247,8 @@ def window_mask(length: int, window: int) -> Tensor:
     """(T, T) bool, True where query i may attend key j: j > i - window (with causality
     applied by the model, the last ``window`` keys)."""
     t = torch.arange(length)
+    if planted(WINDOW_MASK_SIGN):  # planted bug (see WINDOW_MASK_SIGN)
+        return (t.view(1, -1) - t.view(-1, 1)) < window
     return (t.view(-1, 1) - t.view(1, -1)) < window
 
 

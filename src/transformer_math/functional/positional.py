@@ -19,6 +19,22 @@ import math
 import torch
 from torch import Tensor
 
+from transformer_math.bugs import declare_bug, planted
+
+# Planted bugs (issue 14; off unless a caller plants them, see transformer_math/bugs.py).
+SINUSOID_FREQUENCY = declare_bug(
+    "sinusoid.frequency-exponent",
+    "sinusoidal code with theta_i = 10000^(-i/d) instead of 10000^(-2i/d) (pair index where "
+    "the channel index belongs)",
+    module=__name__, seen_in="re-implementations of Vaswani et al. eq. (3.5) that use i for 2i")
+ALIBI_ODD_HEADS = declare_bug(
+    "alibi.odd-head-slopes",
+    "for a head count H that is not a power of two take the first H slopes of the next power "
+    "of two instead of Press et al.'s interleaving rule",
+    module=__name__,
+    seen_in="ALiBi ports that only handle powers of two (Press et al.'s reference code has a "
+            "separate branch for other H)")
+
 
 def sinusoidal_encoding(positions: Tensor, dim: int, base: float = 10000.0) -> Tensor:
     """PE at arbitrary (integer or real) ``positions`` (...,) -> (..., dim), float32.
@@ -30,10 +46,18 @@ def sinusoidal_encoding(positions: Tensor, dim: int, base: float = 10000.0) -> T
     if not (math.isfinite(base) and base > 1.0):
         raise ValueError(f"base must be a finite number > 1, got {base!r}")
     real = torch.float64 if positions.dtype == torch.float64 else torch.float32
-    theta = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    theta = sinusoid_frequencies(dim, base)
     angles = positions.to(real).unsqueeze(-1) * theta.to(device=positions.device, dtype=real)
     pe = torch.stack([angles.sin(), angles.cos()], dim=-1)  # (..., d/2, 2): (sin, cos) per pair
     return pe.flatten(-2)
+
+
+def sinusoid_frequencies(dim: int, base: float = 10000.0) -> Tensor:
+    """theta_i = base^(-2i/dim), i = 0 .. dim/2 - 1, float64 (Vaswani et al. 2017 §3.5)."""
+    exponents = torch.arange(0, dim, 2, dtype=torch.float64) / dim
+    if planted(SINUSOID_FREQUENCY):  # planted bug: falsifier of position.sinusoidal-shift
+        exponents = torch.arange(dim // 2, dtype=torch.float64) / dim
+    return 1.0 / (base ** exponents)
 
 
 def sinusoidal_table(num_positions: int, dim: int, base: float = 10000.0) -> Tensor:
@@ -45,7 +69,7 @@ def sinusoidal_table(num_positions: int, dim: int, base: float = 10000.0) -> Ten
 
 def sinusoidal_shift_matrix(shift: float, dim: int, base: float = 10000.0) -> Tensor:
     """Block-diagonal (dim, dim) M(D) with PE(pos + D) = M(D) PE(pos), float64."""
-    theta = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    theta = sinusoid_frequencies(dim, base)
     c, s = (shift * theta).cos(), (shift * theta).sin()
     M = torch.zeros(dim, dim, dtype=torch.float64)
     idx = torch.arange(dim // 2)
@@ -63,6 +87,8 @@ def alibi_slopes(num_heads: int) -> Tensor:
     if isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads < 1:
         raise ValueError(f"num_heads must be a positive int, got {num_heads!r}")
     n = 2 ** math.floor(math.log2(num_heads))
+    if planted(ALIBI_ODD_HEADS) and n < num_heads:  # planted bug: falsifier of position.alibi
+        return torch.tensor(_power_of_two_slopes(2 * n)[:num_heads], dtype=torch.float32)
     slopes = _power_of_two_slopes(n)
     if n < num_heads:
         slopes += _power_of_two_slopes(2 * n)[0::2][: num_heads - n]

@@ -38,7 +38,40 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from transformer_math.bugs import declare_bug, planted
+
 LAYOUTS = ("half", "interleaved")
+
+# Planted bugs (issue 14; off unless a caller plants them, see transformer_math/bugs.py).
+ANGLES_IN_BF16 = declare_bug(
+    "rope.angles-in-bf16",
+    "form the angles position * inv_freq in bfloat16 (the model's dtype) instead of float32",
+    module=__name__,
+    seen_in="rotary angles formed in the model's bf16 dtype (FACTS.md: phase error ~2.5 rad at "
+            "position 2048); HF forms them in float32 with autocast disabled")
+COS_SIN_SWAPPED = declare_bug(
+    "rope.cos-sin-swapped",
+    "angles_to_cos_sin returns (sin, cos) instead of (cos, sin): every plane is rotated by "
+    "m theta - pi/2",
+    module=__name__, seen_in="unpacking a (cos, sin) cache tuple in the wrong order")
+ROTATION_SIGN = declare_bug(
+    "rope.rotation-sign",
+    "the second member of every plane gets b cos - a sin instead of b cos + a sin (a sign slip "
+    "in the hand-fused rotation): no longer a rotation, logits depend on m + n",
+    module=__name__, seen_in="sign errors in hand-written rotate_half / fused RoPE kernels")
+LAYOUT_NO_PERMUTATION = declare_bug(
+    "rope.layout-no-permutation",
+    "interleaved_to_half_permutation returns the identity: interleaved (Meta) channels are used "
+    "in the half (Hugging Face) layout without the (0, 2, 4, ..., 1, 3, ...) permutation",
+    module=__name__,
+    seen_in="loading Meta Llama weights into a rotate-half model without permuting q/k "
+            "(the HF convert_llama_weights_to_hf permute step)")
+AXIAL_SECTIONS_INTERLEAVED = declare_bug(
+    "rope.axial-sections-interleaved",
+    "axial RoPE assigns plane j to axis j mod n_axes (interleaved) instead of contiguous "
+    "sections (Qwen2-VL M-RoPE mrope_section)",
+    module=__name__,
+    seen_in="the contiguous vs interleaved M-RoPE section layouts of Qwen2-VL and Qwen3-VL")
 
 
 def _check_layout(layout: str) -> None:
@@ -64,6 +97,9 @@ def rope_angles(positions: Tensor, inv_freq: Tensor) -> Tensor:
     if positions.is_complex():
         raise TypeError("positions must be real (integer or float)")
     pos = positions.to(torch.float32)
+    if planted(ANGLES_IN_BF16):  # planted bug: falsifier of position.rope-precision
+        low = pos.to(torch.bfloat16).unsqueeze(-1) * inv_freq.to(pos.device, torch.bfloat16)
+        return low.to(torch.float32)
     return pos.unsqueeze(-1) * inv_freq.to(device=pos.device, dtype=torch.float32)
 
 
@@ -80,6 +116,8 @@ def angles_to_cos_sin(angles: Tensor, *, layout: str = "half", attention_factor:
         full = torch.cat([angles, angles], dim=-1)  # (..., d): plane i at channels i, i + d/2
     else:
         full = angles.repeat_interleave(2, dim=-1)  # (..., d): plane i at channels 2i, 2i + 1
+    if planted(COS_SIN_SWAPPED):  # planted bug: falsifier of position.rope-group-property
+        return full.sin() * attention_factor, full.cos() * attention_factor
     return full.cos() * attention_factor, full.sin() * attention_factor
 
 
@@ -137,12 +175,14 @@ def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor, *, layout: str = "half") -
     else:
         first, second = slice(0, rotary_dim, 2), slice(1, rotary_dim, 2)
     a, b = r32[..., first], r32[..., second]
+    # b' = b cos + a sin; the planted bug flips that sign (falsifier of position.rope-relative)
+    sign = -1.0 if planted(ROTATION_SIGN) else 1.0
     needs_grad = torch.is_grad_enabled() and (
         x.requires_grad or cos.requires_grad or sin.requires_grad
     )
     if needs_grad:  # out= kernels do not record autograd; build the result from new tensors
         new_a = torch.addcmul(a * cos32[..., first], b, sin32[..., first], value=-1.0)
-        new_b = torch.addcmul(b * cos32[..., second], a, sin32[..., second])
+        new_b = torch.addcmul(b * cos32[..., second], a, sin32[..., second], value=sign)
         if layout == "half":
             out = torch.cat([new_a, new_b], dim=-1)
         else:
@@ -154,7 +194,7 @@ def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor, *, layout: str = "half") -
         torch.mul(a, cos32[..., first], out=out[..., first])
         out[..., first].addcmul_(b, sin32[..., first], value=-1.0)
         torch.mul(b, cos32[..., second], out=out[..., second])
-        out[..., second].addcmul_(a, sin32[..., second])
+        out[..., second].addcmul_(a, sin32[..., second], value=sign)
     out = out.to(x.dtype)
     if rotary_dim == x.shape[-1]:
         return out
@@ -200,6 +240,8 @@ def interleaved_to_half_permutation(rotary_dim: int) -> Tensor:
     """
     if rotary_dim < 2 or rotary_dim % 2 != 0:
         raise ValueError(f"rotary_dim must be a positive even integer, got {rotary_dim}")
+    if planted(LAYOUT_NO_PERMUTATION):  # planted bug: falsifier of position.rope-orthogonal
+        return torch.arange(rotary_dim)
     return torch.cat([torch.arange(0, rotary_dim, 2), torch.arange(1, rotary_dim, 2)])
 
 
@@ -273,6 +315,8 @@ def axial_rope_angles(positions: Tensor, inv_freq: Tensor, sections: Sequence[in
         torch.arange(len(sections), device=positions.device),
         torch.tensor(sections, device=positions.device),
     )  # (d/2,)
+    if planted(AXIAL_SECTIONS_INTERLEAVED):  # planted bug: falsifier of position.axial-rope
+        axis_of_plane = torch.arange(inv_freq.numel(), device=positions.device) % len(sections)
     coords = positions.to(torch.float32)[..., axis_of_plane]  # (..., d/2)
     return coords * inv_freq.to(device=coords.device, dtype=torch.float32)
 

@@ -41,7 +41,40 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from transformer_math.bugs import declare_bug, planted
 from transformer_math.registry import Registry
+
+# Planted bugs (issue 14; off unless a caller plants them, see transformer_math/bugs.py). Each
+# is killed by position.scaling-methods, which compares every type with the closed forms of
+# theory/positions.py.
+INV_FREQ_EXPONENT = declare_bug(
+    "rope.inv-freq-exponent",
+    "theta_i = b^(-i/d) instead of b^(-2i/d) (the pair index where the channel index belongs)",
+    module=__name__, seen_in="arange(d/2) / d in place of arange(0, d, 2) / d")
+YARN_FACTOR_DROPPED = declare_bug(
+    "rope.yarn-attention-factor-dropped",
+    "YaRN returns attention factor 1 instead of 0.1 ln s + 1 (the logit temperature is lost)",
+    module=__name__, seen_in="YaRN ports that rescale the frequencies but forget mscale")
+YARN_FACTOR_SQUARED = declare_bug(
+    "rope.yarn-attention-factor-squared",
+    "YaRN returns (0.1 ln s + 1)^2: the factor meant for the logits is put on cos and sin, "
+    "which already scale the logits by its square",
+    module=__name__, seen_in="applying mscale both to cos/sin and to the logits")
+DYNAMIC_FIXED_FACTOR = declare_bug(
+    "rope.dynamic-fixed-factor",
+    "dynamic NTK uses the configured factor as a fixed base growth, not recomputed from the "
+    "current length: b' = b s^(d/(d-2)) at every length > L0",
+    module=__name__, seen_in="dynamic NTK implementations that cache the first scaled base")
+LONGROPE_OFF_BY_ONE = declare_bug(
+    "rope.longrope-switch-off-by-one",
+    "LongRoPE switches to the long factors at seq_len >= L0 instead of seq_len > L0",
+    module=__name__,
+    seen_in="the short/long switch of Phi-3 LongRoPE ports (HF: seq_len > "
+            "original_max_position_embeddings)")
+LLAMA3_BANDS_SWAPPED = declare_bug(
+    "rope.llama3-bands-swapped",
+    "llama3 scaling with its bands swapped: long wavelengths kept, short ones divided by s",
+    module=__name__, seen_in="confusing low_freq_factor / high_freq_factor wavelength bounds")
 
 RopeScalingFn = Callable[[int, float, Mapping[str, Any], "int | None"], tuple[Tensor, float]]
 
@@ -130,6 +163,8 @@ def default_inv_freq(rotary_dim: int, base: float) -> Tensor:
     """theta_i = b^(-2i/d), i = 0 .. d/2 - 1, float64 (RoFormer eq. 15; 000 §8.3.3 理论 A)."""
     _check_common(rotary_dim, base)
     exponents = torch.arange(0, rotary_dim, 2, dtype=torch.float64) / rotary_dim
+    if planted(INV_FREQ_EXPONENT):  # planted bug (killed by position.scaling-methods)
+        exponents = torch.arange(rotary_dim // 2, dtype=torch.float64) / rotary_dim
     return 1.0 / (float(base) ** exponents)
 
 
@@ -189,6 +224,8 @@ def _dynamic(
     if length is None or length <= original:
         return default_inv_freq(rotary_dim, base), 1.0
     growth = factor * length / original - (factor - 1.0)
+    if planted(DYNAMIC_FIXED_FACTOR):  # planted bug (killed by position.scaling-methods)
+        growth = factor
     new_base = float(base) * growth ** (rotary_dim / (rotary_dim - 2))
     return default_inv_freq(rotary_dim, new_base), 1.0
 
@@ -241,6 +278,10 @@ def _yarn(
     ramp = ((j - low) / (high - low)).clamp(0.0, 1.0)
     extrapolation = 1.0 - ramp
     inv_freq = (inv / factor) * (1.0 - extrapolation) + inv * extrapolation
+    if planted(YARN_FACTOR_DROPPED):  # planted bug: falsifier of position.scaling-methods
+        attention_factor = 1.0
+    if planted(YARN_FACTOR_SQUARED):  # planted bug (killed by position.scaling-methods)
+        attention_factor = attention_factor ** 2
     return inv_freq, attention_factor
 
 
@@ -267,6 +308,9 @@ def _llama3(
     blended = (1.0 - smooth) * inv / factor + smooth * inv
     inv_freq = torch.where(wavelen > original / low, inv / factor, blended)
     inv_freq = torch.where(wavelen < original / high, inv, inv_freq)
+    if planted(LLAMA3_BANDS_SWAPPED):  # planted bug (killed by position.scaling-methods)
+        inv_freq = torch.where(wavelen > original / low, inv, blended)
+        inv_freq = torch.where(wavelen < original / high, inv / factor, inv_freq)
     return inv_freq, 1.0
 
 
@@ -305,8 +349,9 @@ def _longrope(
         )
     length = _seq_len(seq_len)
     ext = long if length is not None and length > original else short
-    exponents = torch.arange(0, rotary_dim, 2, dtype=torch.float64) / rotary_dim
-    inv_freq = 1.0 / (ext * float(base) ** exponents)
+    if planted(LONGROPE_OFF_BY_ONE):  # planted bug (killed by position.scaling-methods)
+        ext = long if length is not None and length >= original else short
+    inv_freq = default_inv_freq(rotary_dim, base) / ext  # 1 / (ext_i b^(2i/d))
     return inv_freq, attention_factor
 
 

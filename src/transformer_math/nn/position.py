@@ -25,13 +25,21 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from transformer_math.bugs import declare_bug, planted
 from transformer_math.functional.positional import alibi_bias, alibi_slopes, sinusoidal_encoding
-from transformer_math.functional.rope import LAYOUTS, angles_to_cos_sin, apply_rotary
+from transformer_math.functional.rope import LAYOUTS, angles_to_cos_sin, apply_rotary, rope_angles
 from transformer_math.functional.rope_scaling import (
     LENGTH_DEPENDENT_TYPES,
     compute_rope_frequencies,
 )
 from transformer_math.registry import Registry
+
+# Planted bug (issue 14; off unless a caller plants it, see transformer_math/bugs.py).
+LEARNED_SILENT_CLAMP = declare_bug(
+    "position.learned-silent-clamp",
+    "a learned position table silently clamps positions past its last row (reuses row "
+    "num_positions - 1) instead of raising",
+    module=__name__, seen_in="position_ids.clamp(max=max_position_embeddings - 1) guards")
 
 
 def _positions_for(x: Tensor, position_ids: Tensor | None, offset: int) -> Tensor:
@@ -86,6 +94,8 @@ class LearnedPositionalEmbedding(nn.Module):
         nn.init.normal_(self.weight, 0.0, self.init_std, generator=generator)
 
     def embedding(self, positions: Tensor) -> Tensor:
+        if planted(LEARNED_SILENT_CLAMP):  # planted bug: falsifier of learned-embedding-limit
+            return self.weight[positions.long().clamp(0, self.num_positions - 1)]
         if positions.numel() and (int(positions.max()) >= self.num_positions
                                   or int(positions.min()) < 0):
             raise IndexError(
@@ -201,7 +211,7 @@ class RotaryEmbedding(nn.Module):
         if size == self.cached_positions:
             return
         positions = torch.arange(size, device=self.inv_freq.device, dtype=torch.float32)
-        angles = positions.unsqueeze(-1) * self.inv_freq  # (size, d/2) float32
+        angles = rope_angles(positions, self.inv_freq)  # (size, d/2) float32
         cos, sin = angles_to_cos_sin(angles, layout=self.layout,
                                      attention_factor=self.attention_factor)
         self.cos_cached, self.sin_cached = cos, sin
@@ -229,7 +239,7 @@ class RotaryEmbedding(nn.Module):
         length = int(position_ids.max()) + 1 if seq_len is None else seq_len
         if self.rope_type in LENGTH_DEPENDENT_TYPES or position_ids.is_floating_point():
             inv, factor = self.frequencies(length)
-            angles = position_ids.to(torch.float32).unsqueeze(-1) * inv
+            angles = rope_angles(position_ids, inv)
             return angles_to_cos_sin(angles, layout=self.layout, attention_factor=factor)
         self._grow_cache(int(position_ids.max()) + 1)
         idx = position_ids.long()

@@ -1,9 +1,12 @@
 """The position claims after the split into claims/position/ (issue 13): ids unchanged, each in
-its theme module, and the expected verdict at tiny size (runs shared with test_every_claim)."""
+its theme module, and the expected verdict at tiny size (runs shared with test_every_claim).
+Issue 14: every claim declares expected/version/seed_refs and a falsifier that is a planted
+bug of a library module it reaches; the refuted ones name the seed lines they refute."""
 
 from __future__ import annotations
 
-from transformer_math.claims.registry import Tier, Verdict, all_claims
+from transformer_math import bugs
+from transformer_math.claims.registry import Falsifier, Tier, Verdict, all_claims
 
 MODULES = {
     "position.alibi": "alibi",
@@ -19,9 +22,13 @@ MODULES = {
     "position.rope-relative": "rope",
     "position.scaling-methods": "scaling",
     "position.sinusoidal-shift": "encodings",
+    "position.window-relative": "window",
 }
+NEW_IN_ISSUE_14 = {"position.window-relative"}
 REFUTED = {"position.axial-rope", "position.kv-cache-compatibility",
-           "position.rope-extrapolation-mechanism"}
+           "position.rope-extrapolation-mechanism", "position.scaling-methods"}
+LIBRARY = ("transformer_math.functional.", "transformer_math.nn.", "transformer_math.theory.",
+           "transformer_math.experiments.")
 
 
 def _claims() -> dict:
@@ -38,10 +45,29 @@ def test_ids_unchanged_and_each_in_its_theme_module() -> None:
         assert c.tier is expected_tier
 
 
+def test_metadata_and_falsifiers_are_library_bugs() -> None:
+    bugs.load_all()
+    for cid, c in _claims().items():
+        expected = Verdict.REFUTED if cid in REFUTED else Verdict.VERIFIED
+        assert c.expected is expected, cid
+        assert c.seed_refs, cid
+        assert isinstance(c.falsifier, Falsifier), cid
+        assert c.falsifier.bug in bugs.BUGS, cid
+        assert bugs.BUGS[c.falsifier.bug].module.startswith(LIBRARY), cid
+        assert bool(c.refutes) is (cid in REFUTED), cid
+        assert c.version == (1 if cid in NEW_IN_ISSUE_14 else 2), cid
+
+
 def test_quick_verdicts(quick_runs) -> None:
     runs = quick_runs(0)
     for cid in MODULES:
         if cid == "position.extrapolation-experiment":
             continue
         expected = Verdict.REFUTED if cid in REFUTED else Verdict.VERIFIED
-        assert runs[cid].result.evidence.verdict is expected, cid
+        result = runs[cid].result
+        assert result.evidence.verdict is expected, cid
+        assert result.falsifier_caught is True, cid
+        assert result.claim.falsifier.bug in result.reached, cid
+        if expected is Verdict.REFUTED:
+            assert result.evidence.seed_margins, cid
+            assert not all(m.holds for m in result.evidence.seed_margins), cid

@@ -1,5 +1,5 @@
 """position.extrapolation-experiment: its checking logic on made-up curves (both directions,
-no training) and the tiny trained run (slow)."""
+no training, over several seeds) and the tiny trained run with one seed (slow)."""
 
 from __future__ import annotations
 
@@ -17,37 +17,48 @@ from transformer_math.experiments.rope_extrapolation import (
 )
 
 
-def _result(rope_far: float, learned_far: float) -> RopeExtrapolationResult:
+def _result(rope_far: float, learned_far: float, window_far: float = 0.6,
+            seed: int = 0) -> RopeExtrapolationResult:
     """Curves with loss 0.5 in [0, L) and the given values beyond L (chance ln 16 = 2.77)."""
-    cfg = RopeExtrapolationConfig.tiny()
+    cfg = RopeExtrapolationConfig.tiny(seed)
     starts = list(range(0, cfg.eval_len, cfg.bin_width))
 
     def curve(scheme: str, variant: str, far: float) -> SchemeCurve:
         loss = [0.5 if b < cfg.train_len else far for b in starts]
         return SchemeCurve(scheme, variant, starts, loss, [1.0 - v / 3 for v in loss])
 
-    curves = [curve("rope", "none", rope_far), curve("rope", "window", 0.6),
+    curves = [curve("rope", "none", rope_far), curve("rope", "window", window_far),
               curve("learned", "none", learned_far)]
     return RopeExtrapolationResult(cfg, curves, {"rope": 0.5}, {"rope": 1.0},
                                    math.log(cfg.vocab_size))
 
 
-@pytest.mark.parametrize(("rope_far", "learned_far", "holds"), [
-    (2.7, 2.7, True),  # rope degrades to chance, the learned table fails beyond L
-    (0.6, 2.7, False),  # rope does not degrade
-    (2.7, 0.6, False),  # the learned table does not fail
+@pytest.mark.parametrize(("rope_far", "learned_far", "window_far", "holds"), [
+    (2.7, 2.7, 0.6, True),  # rope degrades to chance, the learned table fails, window holds
+    (0.6, 2.7, 0.6, False),  # rope does not degrade
+    (2.7, 0.6, 0.6, False),  # the learned table does not fail
+    (2.7, 2.7, 2.5, False),  # the window does not remove the degradation
 ])
 def test_check_on_made_up_curves(monkeypatch: pytest.MonkeyPatch, rope_far: float,
-                                 learned_far: float, holds: bool) -> None:
-    monkeypatch.setattr(extrapolation, "_experiment", lambda ctx: _result(rope_far, learned_far))
+                                 learned_far: float, window_far: float, holds: bool) -> None:
+    monkeypatch.setattr(extrapolation, "_experiment",
+                        lambda ctx: _result(rope_far, learned_far, window_far, ctx.seed))
     ev = extrapolation.check_extrapolation_experiment(Context(seed=0, size=Size.TINY))
     assert all_hold(ev.margins) is holds
     assert (ev.verdict is Verdict.VERIFIED) is holds
-    assert ev.measured["loss"]["rope/none"]["[0,L)"] == 0.5
+    assert ev.measured["loss (first seed)"]["rope/none"]["[0,L)"] == 0.5
     assert len(ev.figures[0].series) == 3
-    window = extrapolation.check_extrapolation_experiment(Context(seed=0, size=Size.TINY),
-                                                          rope_variant="window")
-    assert window.verdict is Verdict.FAILED  # the falsifier: a window does not degrade
+    assert ev.per_seed is not None and ev.per_seed["seeds"] == [0, 1, 2]
+    assert len(ev.margins) == 4 and all("worst of 3 seeds" in m.name for m in ev.margins)
+
+
+def test_worst_seed_decides(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One seed whose rope model does not degrade fails the claim."""
+    monkeypatch.setattr(extrapolation, "_experiment",
+                        lambda ctx: _result(0.6 if ctx.seed == 2 else 2.7, 2.7, 0.6, ctx.seed))
+    ev = extrapolation.check_extrapolation_experiment(Context(seed=0, size=Size.TINY))
+    assert ev.verdict is Verdict.FAILED
+    assert ev.per_seed["values"]["rope_far_way_to_chance"][2] < 0.5
 
 
 def test_loss_table_and_figure() -> None:
@@ -66,7 +77,7 @@ def test_extrapolation_experiment_tiny() -> None:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny tensors: one thread avoids oversubscription on 2 cores
     try:
-        result = run_claim(c, Context(seed=0, size=Size.TINY))
+        result = run_claim(c, Context(seed=0, size=Size.TINY, seeds=1))
     finally:
         torch.set_num_threads(threads)
     assert result.error is None, result.evidence.notes
@@ -74,6 +85,6 @@ def test_extrapolation_experiment_tiny() -> None:
     assert result.falsifier_caught is True
     assert result.evidence.figures and len(result.evidence.figures[0].series) == 9
     margins = {m.name: m for m in result.evidence.margins}
-    assert len(margins) == 3 and all(m.holds for m in margins.values())
+    assert len(margins) == 4 and all(m.holds for m in margins.values())
     assert result.falsifier_evidence is not None
     assert not all_hold(result.falsifier_evidence.margins)

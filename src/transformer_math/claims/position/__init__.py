@@ -4,16 +4,21 @@ Every check measures the project's own implementation (``functional/rope.py``,
 ``functional/rope_scaling.py``, ``functional/positional.py``, ``nn/position.py``,
 ``nn/attention.py``, ``experiments/rope_extrapolation.py``) and compares it with a prediction
 obtained another way (closed form in ``theory/positions.py``, a different algebraic route, or the
-primary source's statement). Each falsifier runs the same check on a deliberately wrong variant.
+primary source's statement). Each falsifier is a bug planted in the library code the check runs
+(issue 14; ``transformer_math/bugs.py``): a wrong RoPE exponent, a cos/sin swap, a sign slip in
+the rotation, a missing layout permutation, bf16 angles, the scaling bugs of
+``functional/rope_scaling.py``, a truncated ALiBi slope table, a clamping learned table,
+positions restarting after the KV cache, a sliding-window mask with its sign flipped.
 
 Every check reports its pass conditions as margins (``claims/registry.py``) and its verdict is
-computed from them, so a verdict is ``failed`` exactly when a margin does not hold (issue 12).
+``decide(margins, seed_margins)``: ``failed`` exactly when a margin does not hold (issue 12), and
+``refuted`` only when the seed's own version, computed from the same measurement, fails.
 A list of per-item conditions is one margin on its worst item; an exact condition (an error is
 raised, a count is zero) is a margin with threshold 0 or 1.
 
 Modules: ``encodings`` (sinusoidal code, learned table, KV-cache decoding), ``rope`` (rotation
 algebra: relative scores, orthogonality and layouts, group property), ``rope_numerics`` (decay
 bound, angle precision), ``axial`` (2-D / 3-D RoPE), ``alibi``, ``scaling`` (where extrapolation
-breaks and what each context-extension method keeps), ``extrapolation`` (the trained length
-study).
+breaks and what each context-extension method keeps), ``window`` (a sliding window sees only
+trained distances), ``extrapolation`` (the trained length study, three seeds).
 """

@@ -13,25 +13,26 @@ from transformer_math.claims.position._common import SEED_000
 from transformer_math.claims.registry import (
     Context,
     Evidence,
-    Falsifier,
     Figure,
     Margin,
+    Refutation,
     Series,
     Size,
-    agreement,
-    all_hold,
     at_least,
     at_most,
     claim,
     close_to,
+    decide,
 )
 from transformer_math.functional.rope import (
     unseen_phase_fraction,
 )
-from transformer_math.functional.rope_scaling import compute_rope_frequencies, default_inv_freq
+from transformer_math.functional.rope_scaling import default_inv_freq
 from transformer_math.nn.position import RotaryEmbedding
 from transformer_math.theory.positions import (
     aliased_fraction,
+    closed_form_rope_frequencies,
+    roformer_frequencies,
 )
 
 TWO_PI = 2 * math.pi
@@ -46,56 +47,82 @@ TWO_PI = 2 * math.pi
         "(YaRN), FACTS.md"
     ),
     statement="""Audit. Beyond the training length the pairs that see phases never seen in
-    training are exactly those whose wavelength exceeds it (LOW frequencies), not the high ones;
-    and position interpolation costs adjacent-position resolution in the HIGH-frequency pairs,
-    not the low ones. Kept: high-frequency phases alone alias far distances onto trained near
-    ones (the seed's 'unseen combinations' has this real counterpart).""",
-    falsifier=Falsifier(
-        "seed-high-frequency-culprit", {"culprit": "high"},
-        "predict the seed's way (unseen phases in the short-wavelength pairs): contradicts the "
-        "measured coverage",
-    ),
+    training are exactly those whose wavelength 2π 10000^(2i/d) exceeds it (LOW frequencies), not
+    the high ones; and position interpolation costs adjacent-position resolution in the HIGH-
+    frequency pairs, not the low ones. Kept: high-frequency phases alone alias far distances
+    onto trained near ones (the seed's 'unseen combinations' has this real counterpart).""",
+    falsifier="rope.inv-freq-exponent",
+    expected="refuted",
+    version=2,
+    seed_refs=[("000", 649, 666), ("000", 688, 688), ("000", 1391, 1391)],
+    refutes=[
+        Refutation(seed="000", line=653,
+                   says="退化的根源：高频分量在远位置进入'未见相位区' (the high-frequency pairs "
+                        "see unseen phases)",
+                   correct="only pairs whose wavelength exceeds L_train (the low-frequency ones) "
+                           "never completed a turn in training and see unseen phases"),
+        Refutation(seed="000", line=655,
+                   says="低频外推基本无害 (low-frequency extrapolation is harmless)",
+                   correct="the low-frequency pairs are exactly the out-of-distribution ones"),
+        Refutation(seed="000", line=662,
+                   says="位置内插的代价：低频分辨率被压缩 (PI costs low-frequency resolution)",
+                   correct="PI divides every θ_i by s; the adjacent-position chord lost is "
+                           "~θ_i (1 - 1/s), almost all of it in the high-frequency pairs"),
+    ],
 )
-def check_rope_extrapolation_mechanism(ctx: Context, culprit: str = "low") -> Evidence:
+def check_rope_extrapolation_mechanism(ctx: Context) -> Evidence:
+    """Issue 14 (version 2). Prediction: the pairs with closed-form wavelength 2π/θ_i > L
+    (θ_i = 10000^(-2i/d) from ``theory/positions.py``). Measurement, independent of it: the
+    phases the implementation actually reaches, read off ``RotaryEmbedding``'s cos/sin tables
+    (atan2) at positions 0 .. L_test - 1. A pair is measured out of distribution when the
+    largest arc of the circle that the trained positions 0 .. L-1 leave empty is wider than 1.5
+    of its measured position step (a pair that turned fully leaves gaps of one step; one that
+    did not leaves 2π - (L-1)θ) AND some test position's phase lies more than one step from
+    every trained phase. The falsifier is a wrong frequency exponent planted in the library: the
+    tables then reach other phases and the closed-form prediction no longer matches. The
+    seed's version (high-frequency pairs are the OOD ones; PI compresses low-frequency
+    resolution) is evaluated on the same measurement as seed margins."""
     d, base = 128, 10000.0
     L, L_test = (512, 4096) if ctx.size is not Size.TINY else (256, 2048)
-    inv, _ = compute_rope_frequencies("default", d, base)
-    unseen = unseen_phase_fraction(inv, L, L_test)
-    wavelength = TWO_PI / inv
-    measured_ood = (unseen > 0).tolist()
-    if culprit == "low":
-        predicted_ood = (wavelength > L).tolist()
-    elif culprit == "high":
-        predicted_ood = (wavelength <= L).tolist()
-    else:
-        raise ValueError(f"culprit must be 'low' or 'high', got {culprit!r}")
-    # A pair whose wavelength is just above L leaves an unswept arc 2π - (L-1)θ_i shorter than
-    # two steps θ_i: a boundary case that either classification may take.
-    gap = TWO_PI - (L - 1) * inv
-    boundary = ((gap > 0) & (gap <= 2 * inv + 2e-3)).tolist()
-    mismatches = [i for i in range(d // 2)
-                  if measured_ood[i] != predicted_ood[i] and not boundary[i]]
+    closed = torch.tensor(roformer_frequencies(d, base), dtype=torch.float64)
+    wavelength = TWO_PI / closed  # the prediction's wavelengths, closed form
+    predicted_ood = wavelength > L
+    gap, step, unseen = _measured_phase_coverage(RotaryEmbedding(d, base=base), L, L_test)
+    measured_ood = (gap > 1.5 * step) & (unseen > 0)
+    # Pairs whose wavelength is within one position of L are boundary cases either side takes.
+    boundary = (wavelength - L).abs() <= 1.0
+    mismatches = torch.nonzero((measured_ood != predicted_ood) & ~boundary).flatten().tolist()
     s = L_test / L
     loss_pi, loss_ntk = _resolution_loss(d, base, s)
-    high = wavelength <= L
+    high = ~predicted_ood
     pi_share_high = float(loss_pi[high].sum() / loss_pi.sum())
     ntk_high_change = float(loss_ntk[high].abs().max())
+    high_ood = int((measured_ood & high).sum())
+    low_ood = int((measured_ood & predicted_ood).sum())
     margins = [
-        at_most("pairs whose OOD status contradicts the prediction", len(mismatches), 0),
+        at_most("pairs whose measured OOD status contradicts wavelength > L", len(mismatches), 0),
         at_least("PI resolution loss share on high-frequency pairs", pi_share_high, 0.9),
     ]
-    first_ood = next((i for i, v in enumerate(measured_ood) if v), None)
+    seed_margins = [
+        at_least("seed: high-frequency pairs (wavelength <= L) measured OOD", high_ood, 1),
+        at_most("seed: low-frequency pairs measured OOD ('基本无害')", low_ood, 0),
+        at_least("seed: PI resolution loss share on low-frequency pairs",
+                 1.0 - pi_share_high, 0.5),
+    ]
+    first_ood = next((i for i, v in enumerate(measured_ood.tolist()) if v), None)
     return Evidence(
-        predicted={"OOD pairs": f"wavelength > L = {L} ({culprit} frequencies)",
+        predicted={"OOD pairs": f"wavelength > L = {L} (low frequencies)",
                    "PI resolution loss on high-frequency pairs": "> 90 %"},
-        measured={"OOD pairs (unseen > 0)": f"i >= {first_ood}" if first_ood is not None
+        measured={"OOD pairs (from the tables)": f"i >= {first_ood}" if first_ood is not None
                   else "none", "mismatched pairs": mismatches,
+                  "high-frequency pairs OOD": high_ood, "low-frequency pairs OOD": low_ood,
                   "PI loss share on high pairs": pi_share_high},
-        tolerance=("a phase is 'seen' if within one position step θ_i (>= 1e-3 rad) of a "
-                   "trained phase, i.e. inside the arc swept in training; pairs whose unswept "
-                   "arc is shorter than two steps are boundary cases"),
-        verdict=agreement(all_hold(margins), refutes_seed=True),
+        tolerance=("a pair is OOD when its trained phases leave an arc wider than 1.5 measured "
+                   "steps and a test phase lies farther than one step from every trained one; "
+                   "pairs with |wavelength - L| <= 1 are boundary cases"),
+        verdict=decide(margins, seed_margins),
         margins=margins,
+        seed_margins=seed_margins,
         notes=[
             f"d = {d}, base {base:g}, L_train = {L}, L_test = {L_test}; the seed says the "
             "high-frequency pairs are OOD and PI compresses low-frequency resolution; the "
@@ -105,9 +132,35 @@ def check_rope_extrapolation_mechanism(ctx: Context, culprit: str = "low") -> Ev
             _aliasing_note(base),
         ],
         details={"unseen_fraction": unseen.tolist(), "wavelength": wavelength.tolist(),
+                 "largest_trained_gap": gap.tolist(), "measured_step": step.tolist(),
                  "pi_resolution_loss": loss_pi.tolist(), "ntk_resolution_loss": loss_ntk.tolist()},
         figures=[_unseen_figure(unseen, L, L_test, first_ood)],
     )
+
+
+def _measured_phase_coverage(module: RotaryEmbedding, train_len: int, test_len: int
+                             ) -> tuple[Tensor, Tensor, Tensor]:
+    """Per pair, from the module's cos/sin tables at positions 0 .. test_len - 1 (float64 after
+    atan2): the widest arc the trained phases (positions < train_len) leave empty, the measured
+    step (phase of position 1), and the fraction of test positions whose phase lies farther
+    than one step (at least 1e-3 rad) from every trained phase."""
+    cos, sin = module(torch.arange(test_len))
+    half = module.rotary_dim // 2
+    phase = torch.atan2(sin[:, :half].double(), cos[:, :half].double()).remainder(TWO_PI)
+    step = phase[1].clone()  # (P,) the angle one position turns, as the tables have it
+    train = phase[:train_len].T.sort(dim=-1).values  # (P, L)
+    gaps = torch.cat([train.diff(dim=-1), (train[:, :1] + TWO_PI - train[:, -1:])], dim=-1)
+    gap = gaps.max(dim=-1).values
+    test = phase[train_len:].T.contiguous()  # (P, N)
+    idx = torch.searchsorted(train.contiguous(), test)
+    n = train.shape[-1]
+    above = torch.where(idx < n, train.gather(-1, idx.clamp(max=n - 1)) - test,
+                        train[:, :1] + TWO_PI - test)
+    below = torch.where(idx > 0, test - train.gather(-1, (idx - 1).clamp(min=0)),
+                        test - (train[:, -1:] - TWO_PI))
+    nearest = torch.minimum(above, below)
+    unseen = (nearest > step.clamp_min(1e-3).unsqueeze(-1)).double().mean(-1)
+    return gap, step, unseen
 
 
 def _resolution_loss(d: int, base: float, s: float) -> tuple[Tensor, Tensor]:
@@ -162,119 +215,115 @@ def _measured_inv_freq(module: RotaryEmbedding, seq_len: int) -> tuple[Tensor, f
     "position.scaling-methods",
     source=("000 §8.3.3 理论 C (PI, NTK-aware, YaRN); Chen et al. 2023; bloc97 2023; Peng et al. "
             "2023; Llama 3.1; Ding et al. 2024 (LongRoPE); HF modeling_rope_utils (FACTS.md)"),
-    statement="""Linear/PI, NTK-aware, dynamic NTK, YaRN, llama3 and LongRoPE give the
-    frequencies and attention factors of FACTS.md, and after scaling by s = L_test/L_train each
-    keeps the phases it claims to keep inside the trained range (PI: every pair; YaRN and
-    llama3: every pair with wavelength > L_train; NTK: the lowest pair) while leaving the
-    highest-frequency pair unchanged (all but PI).""",
-    falsifier=Falsifier(
-        "inverted-yarn", {"invert_yarn": True},
-        "YaRN with its ramp reversed (interpolate high frequencies, keep low ones), the main "
-        "seed's prescription: low pairs stay out of range",
-    ),
+    statement="""Default, linear/PI, NTK-aware, dynamic NTK (at two lengths), YaRN, llama3 and
+    LongRoPE (short factors at L0, long beyond) give the frequencies and attention factors of
+    their published formulas, and after scaling by s = L_test/L_train each keeps the phases it
+    claims to keep inside the trained range (PI: every pair; YaRN and llama3: every pair with
+    wavelength > L_train; NTK: the lowest pair) while leaving the highest-frequency pair
+    unchanged (all but PI). The main seed's 'YaRN leaves the low frequencies almost unchanged'
+    is refuted: YaRN divides them by s.""",
+    falsifier="rope.yarn-attention-factor-dropped",
+    expected="refuted",
+    version=2,
+    seed_refs=[("000", 660, 666), ("004", 491, 499)],
+    refutes=[Refutation(
+        seed="000", line=664,
+        says="YaRN: 高频'外推'、中频'内插'、低频几乎不动 (low frequencies almost unchanged)",
+        correct="YaRN keeps the high-frequency pairs and divides the low-frequency ones "
+                "(wavelength > L0 / beta_slow) by s, ramping in between (Peng et al. 2023)")],
 )
-def check_scaling_methods(ctx: Context, invert_yarn: bool = False) -> Evidence:
+def check_scaling_methods(ctx: Context) -> Evidence:
+    """Issue 14 (version 2). θ'_i and the attention factor are read off each RotaryEmbedding's
+    cos/sin (atan2 at position 1, cos at position 0) and compared with the closed forms of
+    ``theory/positions.py`` (Python floats, no code shared with ``functional/rope_scaling.py``).
+    The falsifier is YaRN's attention factor dropped in the library (the inverted-YaRN edit of
+    the measurement is gone); the planted bugs of ``rope_scaling.py`` (wrong exponent, factor
+    squared, dynamic NTK with a fixed factor, LongRoPE switch off by one, llama3 bands swapped)
+    all fail one of these margins. The seed's YaRN statement is a seed margin on the measured
+    θ'/θ of YaRN's lowest-frequency pair."""
     d, base, L0, s = 64, 10000.0, 256, 8.0
     L_test = int(L0 * s)
-    ref = default_inv_freq(d, base)
+    ref = torch.tensor(roformer_frequencies(d, base), dtype=torch.float64)
     problems: list[str] = []
     margins: list[Margin] = []
     measured: dict[str, Any] = {}
-    for name, cfg in _scaling_configs(d, L0, s).items():
-        module = RotaryEmbedding(d, base=base, scaling=cfg, max_position_embeddings=4)
-        theta, factor = _measured_inv_freq(module, L_test)
-        if name == "yarn" and invert_yarn:
-            theta = ref * ref / theta / s  # reversed ramp: kept <-> interpolated
+    rel_of: dict[str, Tensor] = {}
+    for name, rope_type, cfg, seq_len in _scaling_cases(d, L0, s):
+        module = RotaryEmbedding(d, base=base, scaling={"rope_type": rope_type, **cfg},
+                                 max_position_embeddings=4)
+        theta, factor = _measured_inv_freq(module, seq_len)
+        expect, exp_factor = closed_form_rope_frequencies(rope_type, d, base, cfg, seq_len)
+        expect_t = torch.tensor(expect, dtype=torch.float64)
+        closed_err = float(((theta - expect_t).abs() / expect_t).max())
+        margins.append(at_most(f"{name} max rel. error of θ' vs closed form", closed_err,
+                               _THETA_TOL))
+        # float32 cos(0) * factor: the factor rounded to float32 (~1e-7 absolute)
+        margins.append(close_to(f"{name} attention factor", factor, exp_factor, abs_=1e-6))
         rel = theta / ref
-        margins += _frequency_margins(name, cfg, rel, factor, TWO_PI / ref, L0, s)
-        # Phases kept inside the trained range at L_test.
-        unseen = unseen_phase_fraction(ref, L0, L_test, test_inv_freq=theta)
-        must_cover = _pairs_kept_in_range(name, TWO_PI / ref, L0)
-        margins.append(at_most(f"{name} max unseen phase fraction on the pairs it keeps in range",
-                               float(unseen[must_cover].max()), 0.0))
-        if bool((unseen[must_cover] > 0).any()):
-            bad = torch.nonzero(must_cover & (unseen > 0)).flatten().tolist()
-            problems.append(f"{name}: pairs {bad} see unseen phases at L_test")
-        if name != "linear":
-            margins.append(close_to(f"{name} highest-frequency θ'/θ", float(rel[0]), 1.0,
-                                    abs_=_THETA_TOL))
+        rel_of[name] = rel
+        if seq_len == L_test and rope_type != "default":  # phases kept in range at L_test
+            unseen = unseen_phase_fraction(ref, L0, L_test, test_inv_freq=theta)
+            must_cover = _pairs_kept_in_range(rope_type, TWO_PI / ref, L0)
+            margins.append(at_most(f"{name} max unseen phase fraction on the pairs it keeps in "
+                                   "range", float(unseen[must_cover].max()), 0.0))
+            if bool((unseen[must_cover] > 0).any()):
+                bad = torch.nonzero(must_cover & (unseen > 0)).flatten().tolist()
+                problems.append(f"{name}: pairs {bad} see unseen phases at L_test")
+            if rope_type != "linear":
+                margins.append(close_to(f"{name} highest-frequency θ'/θ", float(rel[0]), 1.0,
+                                        abs_=_THETA_TOL))
         measured[name] = {"theta0'/theta0": float(rel[0]), "theta_last'/theta_last":
                           float(rel[-1]), "attention_factor": factor,
-                          "pairs with unseen phases": int((unseen > 0).sum())}
-    plain_unseen = int((unseen_phase_fraction(ref, L0, L_test) > 0).sum())
-    measured["default"] = {"pairs with unseen phases": plain_unseen}
+                          "max rel. error vs closed form": closed_err}
+    # The seed (000 line 664): YaRN leaves the low-frequency band almost unchanged (θ'/θ ~ 1;
+    # 0.1 is generous: the measured ratio is 1/s).
+    seed_margins = [close_to("seed: YaRN lowest-frequency θ'/θ ≈ 1 ('低频几乎不动')",
+                             float(rel_of["yarn"][-1]), 1.0, abs_=0.1)]
     broken = [m.name for m in margins if not m.holds]
     return Evidence(
-        predicted="FACTS.md formulas; coverage as stated",
+        predicted="published closed forms (theory/positions.py); coverage as stated",
         measured=measured,
-        tolerance="θ ratios 1e-5 relative (float32 tables), attention factor 1e-6; a test "
-                  "phase is covered when within one step θ_i of the arc swept in training",
-        verdict=agreement(all_hold(margins)),
+        tolerance="θ' 1e-5 relative (float32 tables), attention factor 1e-6; a test phase is "
+                  "covered when within one step θ_i of the arc swept in training",
+        verdict=decide(margins, seed_margins),
         margins=margins,
+        seed_margins=seed_margins,
         notes=[f"d = {d}, base {base:g}, L0 = {L0}, s = {s:g}, L_test = {L_test}; θ measured "
                "from each RotaryEmbedding's cos/sin at positions 0, 1", *problems,
                *(f"does not hold: {b}" for b in broken)],
     )
 
 
-_THETA_TOL = 1e-5  # float32 atan2 of cos/sin at position 1: ~1e-7 absolute; 1e-5 relative margin
+_THETA_TOL = 1e-5  # float32 atan2 of cos/sin at position 1: ~1e-7 relative; 1e-5 margin
 
 
-def _scaling_configs(d: int, L0: int, s: float) -> dict[str, dict[str, Any]]:
-    """Each method's ``rope_scaling`` at factor s over L0 (dynamic: factor 1, its base grows
-    with the evaluated length; LongRoPE: long factors rising linearly from 1 to s)."""
-    return {
-        "linear": {"rope_type": "linear", "factor": s},
-        "ntk": {"rope_type": "ntk", "factor": s},
-        "dynamic": {"rope_type": "dynamic", "factor": 1.0, "original_max_position_embeddings": L0},
-        "yarn": {"rope_type": "yarn", "factor": s, "original_max_position_embeddings": L0},
-        "llama3": {"rope_type": "llama3", "factor": s, "low_freq_factor": 1.0,
-                   "high_freq_factor": 4.0, "original_max_position_embeddings": L0},
-        "longrope": {"rope_type": "longrope", "original_max_position_embeddings": L0,
-                     "factor": s, "short_factor": [1.0] * (d // 2),
-                     "long_factor": [float(1 + (s - 1) * i / (d // 2 - 1)) for i in range(d // 2)]},
-    }
+def _scaling_cases(d: int, L0: int, s: float) -> list[tuple[str, str, dict[str, Any], int]]:
+    """(name, rope type, params, evaluated length): each method at factor s over L0 at L_test;
+    dynamic (factor 1: its base grows with the length) also at 2 L0, LongRoPE (long factors
+    rising linearly from 1 to s) also at exactly L0, where the short factors still apply."""
+    L_test = int(L0 * s)
+    longrope = {"original_max_position_embeddings": L0, "factor": s,
+                "short_factor": [1.0 + 0.5 * i / (d // 2 - 1) for i in range(d // 2)],
+                "long_factor": [float(1 + (s - 1) * i / (d // 2 - 1)) for i in range(d // 2)]}
+    dynamic = {"factor": 1.0, "original_max_position_embeddings": L0}
+    return [
+        ("default", "default", {}, L_test),
+        ("linear", "linear", {"factor": s}, L_test),
+        ("ntk", "ntk", {"factor": s}, L_test),
+        ("dynamic", "dynamic", dynamic, L_test),
+        ("dynamic@2L0", "dynamic", dynamic, 2 * L0),
+        ("yarn", "yarn", {"factor": s, "original_max_position_embeddings": L0}, L_test),
+        ("llama3", "llama3", {"factor": s, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                              "original_max_position_embeddings": L0}, L_test),
+        ("longrope", "longrope", longrope, L_test),
+        ("longrope@L0", "longrope", longrope, L0),
+    ]
 
 
-def _frequency_margins(name: str, cfg: dict[str, Any], rel: Tensor, factor: float,
-                       wavelength: Tensor, L0: int, s: float) -> list[Margin]:
-    """θ'/θ against FACTS.md's closed form (or, for YaRN and llama3, 1 on the pairs they keep)
-    and the attention factor against its formula."""
-    half = rel.numel()
-    one = torch.ones(1, dtype=torch.float64)
-    margins: list[Margin] = []
-    expect: Tensor | None = None
-    if name == "linear":
-        expect, exp_factor = torch.full_like(rel, 1 / s), 1.0
-    elif name in ("ntk", "dynamic"):
-        # geometric in i from 1 (i = 0) to 1/s (i = d/2 - 1): b' = b s^(d/(d-2))
-        expect = s ** (-torch.arange(half, dtype=torch.float64) / (half - 1))
-        exp_factor = 1.0
-    elif name == "yarn":  # pairs with wavelength < L0 / beta_fast (32) are kept
-        exp_factor = 0.1 * math.log(s) + 1
-        kept_err = float((rel[wavelength < L0 / 32] - one).abs().max())
-        margins.append(at_most("yarn max |θ'/θ - 1| on wavelength < L0/32", kept_err,
-                               _THETA_TOL))
-    elif name == "llama3":  # pairs with wavelength < L0 / high_freq_factor (4) are kept
-        exp_factor = 1.0
-        kept_err = float((rel[wavelength < L0 / 4] - one).abs().max())
-        margins.append(at_most("llama3 max |θ'/θ - 1| on wavelength < L0/4", kept_err,
-                               _THETA_TOL))
-    else:  # longrope at L_test > L0 uses long factors
-        expect = 1.0 / torch.tensor(cfg["long_factor"], dtype=torch.float64)
-        exp_factor = math.sqrt(1 + math.log(s) / math.log(L0))
-    if expect is not None:
-        closed_err = float(((rel - expect).abs() / expect.abs()).max())
-        margins.append(at_most(f"{name} max rel. error of θ'/θ vs closed form", closed_err,
-                               _THETA_TOL))
-    margins.append(close_to(f"{name} attention factor", factor, exp_factor, abs_=1e-6))
-    return margins
-
-
-def _pairs_kept_in_range(name: str, wavelength: Tensor, L0: int) -> Tensor:
+def _pairs_kept_in_range(rope_type: str, wavelength: Tensor, L0: int) -> Tensor:
     """The pairs each method claims to keep inside the trained phase range: PI every pair,
     YaRN and llama3 those with wavelength > L0, NTK / dynamic / LongRoPE the lowest one."""
     long_pairs = wavelength > L0
     lowest = torch.arange(wavelength.numel()) == wavelength.numel() - 1
-    return {"linear": torch.ones_like(long_pairs), "yarn": long_pairs, "llama3": long_pairs,
-            "ntk": lowest, "dynamic": lowest, "longrope": lowest}[name]
+    return {"linear": torch.ones_like(long_pairs), "yarn": long_pairs,
+            "llama3": long_pairs, "ntk": lowest, "dynamic": lowest, "longrope": lowest}[rope_type]
