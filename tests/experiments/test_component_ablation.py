@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -19,12 +21,13 @@ def test_component_ablation_tiny_runs_and_is_deterministic():
     cfg = component_ablation.ComponentAblationConfig.tiny(seed=0)
     seen: list[float] = []
     a = component_ablation.run(cfg, progress=seen.append)
-    b = component_ablation.run(cfg)
-    assert set(a.results) == {"ffn_only/1L", "attention_only/1L", "attention_only/2L", "full/1L"}
+    b = component_ablation.run(dataclasses.replace(cfg, variants=(("full", 1, "layernorm"),)))
+    assert set(a.results) == {"ffn_only/2L", "attention_only/1L", "attention_only/2L",
+                              "attention_only/2L/no-norm", "full/1L"}
     assert a.results["full/1L"].eval_loss == b.results["full/1L"].eval_loss
     assert a.exact_eval and 0 < a.tokenwise_ceiling < 1
     # exact evaluation: FFN-only can never beat the token-wise ceiling (float rounding only)
-    assert a.results["ffn_only/1L"].eval_accuracy <= a.tokenwise_ceiling + 1e-9
+    assert a.results["ffn_only/2L"].eval_accuracy <= a.tokenwise_ceiling + 1e-9
     assert a.results["full/1L"].eval_accuracy >= 0.9
     assert seen and seen[-1] == pytest.approx(1.0)
 

@@ -138,3 +138,16 @@ def test_ablating_attention_through_a_hook_removes_all_context():
     assert float((y[0, 0] - y[1, 0]).abs().max()) > 1e-6  # context changes token 0's output
     torch.testing.assert_close(ablated[0, 0], ablated[1, 0], rtol=0, atol=1e-12)
     torch.testing.assert_close(ablated[0, 3], ablated[1, 1], rtol=0, atol=1e-12)
+
+
+def test_position_and_sublayers_dropped_bugs_and_the_correct_forwarding() -> None:
+    """Planted bugs presets.position-dropped / presets.sublayers-dropped (both directions)."""
+    from transformer_math.bugs import plant
+    from transformer_math.experiments.presets import tiny_transformer_config
+
+    good = tiny_transformer_config(4, 4, position="none", sublayers="ffn_only", norm="none")
+    assert (good.position, good.sublayers, good.norm) == ("none", "ffn_only", "none")
+    with plant("presets.position-dropped"):
+        assert tiny_transformer_config(4, 4, position="none").position == "learned"
+    with plant("presets.sublayers-dropped"):
+        assert tiny_transformer_config(4, 4, sublayers="ffn_only").sublayers == "full"

@@ -172,3 +172,40 @@ def test_causal_needs_enough_keys() -> None:
     q = torch.randn(1, 1, 4, 2)
     with pytest.raises(ValueError, match="k_len >= q_len"):
         tiled_attention(q, q[:, :, :2], q[:, :, :2], is_causal=True)
+
+
+def test_online_softmax_without_rescale_is_wrong_and_the_correct_one_is_exact() -> None:
+    """Planted bug flash.online-softmax-no-rescale (both directions)."""
+    from transformer_math.bugs import plant
+    from transformer_math.functional.attention import scaled_dot_product_attention
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 20, 8, generator=g) for _ in range(3))
+    ref = scaled_dot_product_attention(q, k, v).output
+    good = tiled_attention(q, k, v, block_q=7, block_k=5)
+    assert float((good - ref).abs().max()) < 1e-5
+    with plant("flash.online-softmax-no-rescale"):
+        bad = tiled_attention(q, k, v, block_q=7, block_k=5)
+        one_tile = tiled_attention(q, k, v, block_q=20, block_k=20)  # one key tile: no merge
+    assert float((bad - ref).abs().max()) > 1e-2
+    assert float((one_tile - ref).abs().max()) < 1e-5
+
+
+def test_kv_counted_once_undercounts_and_the_correct_count_is_the_closed_form() -> None:
+    """Planted bug flash.kv-counted-once (both directions)."""
+    from transformer_math.bugs import plant
+    from transformer_math.functional.tiled_attention import IOCounter, tiled_attention_forward
+    from transformer_math.theory.io_model import tiled_attention_io
+
+    q, k, v = (torch.randn(1, 1, 32, 4) for _ in range(3))
+    counts = []
+    for bug in (False, True):
+        io = IOCounter()
+        if bug:
+            with plant("flash.kv-counted-once"):
+                tiled_attention_forward(q, k, v, block_q=8, block_k=4, io=io)
+        else:
+            tiled_attention_forward(q, k, v, block_q=8, block_k=4, io=io)
+        counts.append(io.total)
+    closed = tiled_attention_io(32, 4, 8, 4).total
+    assert counts[0] == closed and counts[1] < closed

@@ -48,3 +48,23 @@ def test_feedforward_shapes_and_params() -> None:
     assert sum(p.numel() for p in SwiGLU(8, 32).parameters()) == 3 * 8 * 32
     with pytest.raises(ValueError, match="relu2"):
         build_feedforward("relu2", 8, 32)
+
+
+def test_layernorm_without_centering_keeps_the_mean_and_the_correct_one_removes_it() -> None:
+    """Planted bug norm.layernorm-no-centering (both directions)."""
+    from transformer_math.bugs import plant
+
+    x = torch.randn(8, 16, dtype=torch.float64) + 3.0
+    good = layer_norm(x)
+    assert float(good.mean(-1).abs().max()) < 1e-12
+    assert torch.allclose(good, torch.nn.functional.layer_norm(x, (16,)), atol=1e-12)
+    with plant("norm.layernorm-no-centering"):
+        bad = layer_norm(x)
+        module = LayerNorm(16).double()(x)
+    assert float(bad.mean(-1).abs().min()) > 1.0 and torch.equal(bad, module)
+
+
+def test_identity_norm() -> None:
+    norm = build_norm("none", 4)
+    x = torch.randn(2, 4)
+    assert torch.equal(norm(x), x) and sum(p.numel() for p in norm.parameters()) == 0

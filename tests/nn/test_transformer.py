@@ -195,3 +195,75 @@ def test_validation() -> None:
         model(torch.full((1, 3), 8, dtype=torch.long))
     with pytest.raises(ValueError, match="max_new_tokens"):
         model.generate(torch.zeros(1, 2, dtype=torch.long), -1)
+
+
+def _stack(**kwargs: object) -> Transformer:
+    cfg = TransformerConfig(hidden_size=16, num_heads=2, num_layers=1, position="none",
+                            output_size=0, attention_backend="reference", **kwargs)
+    return build_transformer(cfg, 0).eval()
+
+
+def test_pre_ln_as_post_ln_bug_moves_the_norm_and_the_correct_block_is_pre_ln() -> None:
+    """Planted bug norm.pre-ln-as-post-ln (both directions)."""
+    from transformer_math.bugs import plant
+
+    block = _block(norm_placement="pre", sublayers="ffn_only")
+    x = torch.randn(2, 3, 16) * 5 + 2
+    assert block.ffn is not None and block.ffn_norm is not None
+    with torch.no_grad():
+        pre = x + block.ffn(block.ffn_norm(x))
+        post = block.ffn_norm(x + block.ffn(x))
+        assert torch.allclose(block(x), pre, atol=1e-6)
+        with plant("norm.pre-ln-as-post-ln"):
+            assert torch.allclose(block(x), post, atol=1e-6)
+    assert not torch.allclose(pre, post, atol=1e-2)
+
+
+def test_residual_dropped_bug_loses_the_identity_and_the_correct_block_keeps_it() -> None:
+    """Planted bug residual.dropped (both directions)."""
+    from transformer_math.bugs import plant
+
+    block = _block(norm_placement="pre", sublayers="ffn_only")
+    x = torch.randn(2, 3, 16)
+    assert block.ffn is not None and block.ffn_norm is not None
+    with torch.no_grad():
+        branch = block.ffn(block.ffn_norm(x))
+        assert torch.allclose(block(x), x + branch, atol=1e-6)
+        with plant("residual.dropped"):
+            assert torch.allclose(block(x), branch, atol=1e-6)
+
+
+def test_cross_attention_mask_dropped_bug_leaks_padding_and_the_correct_one_does_not() -> None:
+    """Planted bug transformer.cross-attention-mask-dropped (both directions)."""
+    from transformer_math.bugs import plant
+
+    decoder = _stack(cross_attention=True)
+    x, memory = torch.randn(1, 3, 16), torch.randn(1, 5, 16)
+    pad = torch.tensor([[False, False, False, True, True]])
+    memory2 = memory.clone()
+    memory2[0, 3:] += 10.0
+    with torch.no_grad():
+        def leak() -> float:
+            a = decoder(inputs_embeds=x, memory=memory, memory_key_padding_mask=pad)
+            b = decoder(inputs_embeds=x, memory=memory2, memory_key_padding_mask=pad)
+            return float((a - b).abs().max())
+
+        assert leak() < 1e-6
+        with plant("transformer.cross-attention-mask-dropped"):
+            assert leak() > 1e-3
+
+
+def test_padding_mask_inverted_bug_masks_real_tokens_and_the_correct_one_does_not() -> None:
+    """Planted bug transformer.padding-mask-inverted (both directions): with an all-ones
+    attention_mask the output equals the unmasked one; inverted, every key is masked."""
+    from transformer_math.bugs import plant
+
+    model = _stack(causal=False)
+    x = torch.randn(2, 4, 16)
+    ones = torch.ones(2, 4, dtype=torch.long)
+    with torch.no_grad():
+        plain = model(inputs_embeds=x)
+        assert torch.allclose(model(inputs_embeds=x, attention_mask=ones), plain, atol=1e-6)
+        with plant("transformer.padding-mask-inverted"):
+            bad = model(inputs_embeds=x, attention_mask=ones)
+    assert float((bad - plain).abs().max()) > 1e-3

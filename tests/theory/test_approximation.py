@@ -51,3 +51,15 @@ def test_bilinear_grid_is_exact_on_bilinear_functions():
     pts = torch.rand(50, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 2 - 1
     truth = 1 + 2 * pts[:, 0] - pts[:, 1] + 3 * pts[:, 0] * pts[:, 1]
     torch.testing.assert_close(approx(pts), truth)
+
+
+def test_relu_coefficients_not_differenced_bug_and_the_correct_interpolant() -> None:
+    """Planted bug approximation.relu-coeffs-not-differenced (both directions)."""
+    from transformer_math.bugs import plant
+
+    x = torch.linspace(-1, 1, 1001, dtype=torch.float64)[:, None]
+    with torch.no_grad():
+        good = float((relu_interpolant_1d(torch.sin, 31)(x) - torch.sin(x)).abs().max())
+        with plant("approximation.relu-coeffs-not-differenced"):
+            bad = float((relu_interpolant_1d(torch.sin, 31)(x) - torch.sin(x)).abs().max())
+    assert good < 1e-3 < 1.0 < bad

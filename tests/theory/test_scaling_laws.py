@@ -64,3 +64,31 @@ def test_calculator_rejects_nonsense(bad: float) -> None:
         compute_optimal(flops=1e20, params=1e9)
     with pytest.raises(ValueError, match="approach"):
         compute_optimal(flops=1e20, approach="4")
+
+
+def test_training_cost_2nd_bug_and_the_correct_6nd() -> None:
+    """Planted bug scaling.training-cost-2nd (both directions): Table 3's rows satisfy
+    C = 6 N D within their rounding (worst 4.7 %); 2 N D is a factor 3 off."""
+    from transformer_math.bugs import plant
+    from transformer_math.theory.scaling_laws import training_flops
+
+    for n, c, d in CHINCHILLA_TABLE_3:
+        assert training_flops(n, d) == pytest.approx(c, rel=0.05)
+        with plant("scaling.training-cost-2nd"):
+            assert training_flops(n, d) == pytest.approx(c / 3, rel=0.05)
+
+
+def test_numerical_optimum_equals_the_lagrange_closed_form() -> None:
+    from transformer_math.theory.scaling_laws import (
+        CHINCHILLA_LOSS,
+        approach_3,
+        numerical_compute_optimum,
+    )
+
+    fit = approach_3()
+    for c in (1e19, 1e22, 1e25):
+        opt = numerical_compute_optimum(CHINCHILLA_LOSS, c)
+        assert opt.params == pytest.approx(fit.params_for_flops(c), rel=1e-5)
+        assert opt.flops == pytest.approx(c, rel=1e-12)
+        for k in (0.9, 1.1):  # a local minimum along the budget line
+            assert CHINCHILLA_LOSS(opt.params * k, c / (6 * opt.params * k)) > opt.loss

@@ -23,7 +23,25 @@ token-wise nonlinearity):
 
 from __future__ import annotations
 
+from transformer_math.bugs import declare_bug, planted
 from transformer_math.nn.config import TransformerConfig
+
+POSITION_DROPPED = declare_bug(
+    "presets.position-dropped",
+    "tiny_transformer_config does not forward its position argument: every model gets the "
+    "config's default, a learned absolute position table",
+    module=__name__,
+    seen_in="a keyword that a config builder forgets to pass on (the default then wins "
+    "silently); 000 §8.3.4: the no-position model is the point of the experiment",
+)
+SUBLAYERS_DROPPED = declare_bug(
+    "presets.sublayers-dropped",
+    "tiny_transformer_config does not forward its sublayers argument: every ablation arm is a "
+    "full attention + FFN block",
+    module=__name__,
+    seen_in="ablation studies whose variants silently share one architecture because a flag "
+    "was not plumbed through",
+)
 
 
 def tiny_transformer_config(
@@ -39,16 +57,24 @@ def tiny_transformer_config(
     max_seq_len: int = 64,
     ffn_mult: int = 4,
     relative_window: int = 8,
+    norm: str = "layernorm",
 ) -> TransformerConfig:
     """The config of a small token classifier / next-token model: tokens (B, T) -> logits
-    (B, T, output_size). Arguments not named here keep the one config's defaults (LayerNorm,
-    pre-norm with a final norm, GELU FFN, biases everywhere, torch init)."""
+    (B, T, output_size). Arguments not named here keep the one config's defaults (pre-norm with
+    a final norm, GELU FFN, biases everywhere, torch init); ``norm`` names the block and final
+    norms (``"none"``: no normalisation at all, e.g. attention-only blocks whose only
+    nonlinearity is the softmax)."""
     if isinstance(ffn_mult, bool) or not isinstance(ffn_mult, int) or ffn_mult < 1:
         raise ValueError(f"ffn_mult must be a positive int, got {ffn_mult!r}")
+    extra = {}
+    if not planted(POSITION_DROPPED):  # planted bug: falsifier of expressivity.no-position-*
+        extra["position"] = position
+    if not planted(SUBLAYERS_DROPPED):  # planted bug: falsifier of component-ablation
+        extra["sublayers"] = sublayers
     return TransformerConfig(
         hidden_size=hidden_size, num_layers=num_layers, num_heads=num_heads,
         vocab_size=vocab_size, output_size=output_size, head_bias=True,
-        intermediate_size=ffn_mult * hidden_size, max_seq_len=max_seq_len, position=position,
-        relative_window=relative_window, norm="layernorm", norm_placement="pre",
-        final_norm=True, feedforward="gelu", sublayers=sublayers, causal=causal,
+        intermediate_size=ffn_mult * hidden_size, max_seq_len=max_seq_len,
+        relative_window=relative_window, norm=norm, norm_placement="pre",
+        final_norm=True, feedforward="gelu", causal=causal, **extra,
     )

@@ -17,6 +17,17 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from transformer_math.bugs import declare_bug, planted
+
+LAYERNORM_NO_CENTERING = declare_bug(
+    "norm.layernorm-no-centering",
+    "LayerNorm divides by the standard deviation but never subtracts the mean (x / sqrt(var + "
+    "eps) with var still the centred variance): outputs keep a mean and are not shift-invariant",
+    module=__name__,
+    seen_in="a slip when porting LayerNorm from RMSNorm code (or the reverse); 000 §8.3.7 "
+    "理论 B contrasts the two exactly on this step",
+)
+
 
 def _check_norm_inputs(x: Tensor, weight: Tensor | None, bias: Tensor | None, eps: float) -> None:
     if not isinstance(x, Tensor):
@@ -43,6 +54,8 @@ def layer_norm(
     _check_norm_inputs(x, weight, bias, eps)
     centred = x - x.mean(dim=-1, keepdim=True)  # projection onto {sum_i x_i = 0}
     var = centred.pow(2).mean(dim=-1, keepdim=True)
+    if planted(LAYERNORM_NO_CENTERING):  # planted bug: falsifier of architecture.layernorm-geometry
+        centred = x
     out = centred * torch.rsqrt(var + eps)  # onto the sphere of radius sqrt(d)
     if weight is not None:
         out = out * weight

@@ -40,10 +40,28 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor
 
+from transformer_math.bugs import declare_bug, planted
 from transformer_math.functional.attention import (
     AttentionOutput,
     reference_backend,
     register_attention_backend,
+)
+
+ONLINE_SOFTMAX_NO_RESCALE = declare_bug(
+    "flash.online-softmax-no-rescale",
+    "the online softmax adds a new tile's exp(S - m') into the running sum and output without "
+    "rescaling the old ones by exp(m - m') when the running max grows",
+    module=__name__,
+    seen_in="the classic slip of hand-written FlashAttention / online-softmax kernels "
+    "(Milakov & Gimelshein 2018 eq. 4 is the rescale that gets dropped)",
+)
+KV_COUNTED_ONCE = declare_bug(
+    "flash.kv-counted-once",
+    "the IO counter of the tiled loop records the K/V tiles only on the first query tile, as if "
+    "K and V were loaded once (they are streamed again for every query tile)",
+    module=__name__,
+    seen_in="IO models that forget the outer loop (the re-reads are exactly the N^2 d^2 / M "
+    "term of Dao et al. 2022 Theorem 2)",
 )
 
 DEFAULT_BLOCK_Q = 128
@@ -90,6 +108,8 @@ def merge_softmax_states(a: SoftmaxState, b: SoftmaxState) -> SoftmaxState:
     shift = _safe_shift(m)
     ca = torch.exp(a.row_max - shift)  # exp(-inf) = 0 for an empty side
     cb = torch.exp(b.row_max - shift)
+    if planted(ONLINE_SOFTMAX_NO_RESCALE):  # planted bug: falsifier of tiled-attention-exact
+        ca = torch.ones_like(ca)  # the running state is not rescaled to the new max
     return SoftmaxState(m, ca * a.row_sum + cb * b.row_sum, ca * a.acc + cb * b.acc)
 
 
@@ -238,8 +258,9 @@ def tiled_attention_forward(
             state = merge_softmax_states(state, softmax_state_from_block(logits, v[:, :, j0:j1]))
             if io is not None:
                 io.tiles += 1
-                io.read("k", b * h * (j1 - j0) * k.shape[-1])
-                io.read("v", b * h * (j1 - j0) * dv)
+                if i0 == 0 or not planted(KV_COUNTED_ONCE):  # planted bug: falsifier of flash-io
+                    io.read("k", b * h * (j1 - j0) * k.shape[-1])
+                    io.read("v", b * h * (j1 - j0) * dv)
                 if attn_mask is not None:
                     io.read("mask", _mask_tile(attn_mask, i0, i1, j0, j1).numel())
         out_blk, lse_blk = finalize_softmax_state(state)

@@ -9,7 +9,7 @@ field              registry / values
 position           ``nn.position.POSITIONS``: none, learned, sinusoidal, rope, alibi, relative,
                    local_relative (rope takes ``rope_theta``, ``rope_scaling`` of any type in
                    ``functional.rope_scaling.ROPE_SCALING_FUNCTIONS``)
-norm               ``nn.norms.NORMS``: layernorm, rmsnorm, rmsnorm_hf
+norm               ``nn.norms.NORMS``: layernorm, rmsnorm, rmsnorm_hf, none (identity)
 feedforward        ``nn.feedforward.FEEDFORWARDS``: gelu, gelu_tanh, swiglu
 sublayers          :data:`SUBLAYERS`: full, attention_only, ffn_only
 norm_placement     :data:`NORM_PLACEMENTS`: pre (Xiong et al. 2020), post (Vaswani et al. 2017)

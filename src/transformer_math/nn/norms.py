@@ -2,6 +2,7 @@
 
 Math: see ``functional.norms`` (000 §8.3.7 "理论 B"; Ba et al. 2016; Zhang & Sennrich 2019).
 LayerNorm has d scale (gamma) and d shift (beta) parameters; RMSNorm only d scales.
+``none`` is the identity (an ablation arm without normalisation).
 ``rmsnorm_hf`` is RMSNorm as Hugging Face's Llama evaluates it: x / sqrt(mean(x^2) + eps) in
 float32, cast back to the input dtype BEFORE the weight multiply (``LlamaRMSNorm``), which is
 what makes bf16/fp16 logits match theirs bit for bit in the order of operations.
@@ -73,6 +74,24 @@ class HFRMSNorm(RMSNorm):
         normed = x32 * torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + self.eps)
         out = normed.to(x.dtype)
         return out if self.weight is None else self.weight * out
+
+
+@NORMS.register("none", params_per_dim=0, default_eps=0.0)
+class IdentityNorm(nn.Module):
+    """No normalisation: N(x) = x (an ablation arm, e.g. attention-only blocks whose only
+    nonlinearity is the softmax, 000 §8.3.4 "反面"; ``eps`` is accepted for the convention)."""
+
+    def __init__(self, dim: int, *, eps: float = 0.0) -> None:
+        super().__init__()
+        if dim <= 0:
+            raise ValueError(f"dim must be positive, got {dim}")
+        self.dim = dim
+
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Nothing to initialise."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x
 
 
 def build_norm(name: str, dim: int, *, eps: float | None = None) -> nn.Module:

@@ -28,6 +28,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
+from transformer_math.bugs import declare_bug, planted
 from transformer_math.nn.attention import KVCache, MultiHeadAttention, count_parameters
 from transformer_math.nn.config import SUBLAYERS, TransformerConfig
 from transformer_math.nn.feedforward import build_feedforward
@@ -35,6 +36,46 @@ from transformer_math.nn.hooks import HookPoint, hooks_live
 from transformer_math.nn.init import normal_matrices_, reset_children, seeded
 from transformer_math.nn.norms import build_norm
 from transformer_math.nn.position import POSITIONS, RotaryEmbedding
+
+# Planted bug owned by the position claims (issue 14): falsifier of
+# position.kv-cache-compatibility.
+KV_POSITIONS_RESTART = declare_bug(
+    "position.kv-positions-restart",
+    "with a KV cache, the new tokens get positions 0 .. t-1 instead of past .. past + t - 1 "
+    "(the cache offset is forgotten)",
+    module=__name__, seen_in="decoding loops that rebuild arange(seq_len) for every step")
+PRE_LN_AS_POST_LN = declare_bug(
+    "norm.pre-ln-as-post-ln",
+    "a block configured as Pre-LN normalises after the residual addition, N(h + f(h)), as "
+    "Post-LN does (the final norm stays)",
+    module=__name__,
+    seen_in="the two placements differ by where one call sits (Xiong et al. 2020 eqs. 1-2); "
+    "004 'Pre-Norm vs Post-Norm' table",
+)
+RESIDUAL_DROPPED = declare_bug(
+    "residual.dropped",
+    "a sublayer returns its branch instead of the residual sum: h <- f(N h) (pre) or "
+    "h <- N(f h) (post), the identity path is lost",
+    module=__name__,
+    seen_in="'x = self.attn(x)' for 'x = x + self.attn(x)', a common slip in hand-written "
+    "blocks; 000 §8.3.7 反面 (no residual: the Jacobian product vanishes)",
+)
+CROSS_MASK_DROPPED = declare_bug(
+    "transformer.cross-attention-mask-dropped",
+    "the decoder's cross-attention ignores memory_key_padding_mask: padded source tokens are "
+    "attended",
+    module=__name__,
+    seen_in="004's DecoderLayer, whose source mask lands in the value slot and is never applied",
+)
+
+PADDING_MASK_INVERTED = declare_bug(
+    "transformer.padding-mask-inverted",
+    "attention_mask (1 = token, HF convention) is passed on as the key padding mask without the "
+    "negation (True = pad, PyTorch convention): real tokens are masked, padding attended",
+    module=__name__,
+    seen_in="the HF / PyTorch mask-convention mix-up (nn.MultiheadAttention's "
+    "key_padding_mask is True at pads; HF attention_mask is 1 at tokens)",
+)
 
 
 def _attention(config: TransformerConfig, rotary: RotaryEmbedding | None, alibi: bool
@@ -76,12 +117,15 @@ class TransformerBlock(nn.Module):
     def _sublayer(self, h: Tensor, norm: nn.Module, branch: Callable[[Tensor], Tensor],
                   hook: HookPoint | None) -> Tensor:
         """pre: h + drop(f(N h)); post: N(h + drop(f h)); ``hook`` sees f's output."""
-        out = branch(norm(h) if self.pre else h)
+        pre = self.pre and not planted(PRE_LN_AS_POST_LN)  # planted bug: pre-vs-post-norm
+        out = branch(norm(h) if pre else h)
         if hook is not None:
             out = hook(out)
         if self.dropout is not None:
             out = self.dropout(out)
-        return h + out if self.pre else norm(h + out)
+        if planted(RESIDUAL_DROPPED):  # planted bug: falsifier of architecture.residual-*
+            return out if pre else norm(out)
+        return h + out if pre else norm(h + out)
 
     def forward(
         self,
@@ -123,8 +167,11 @@ class TransformerBlock(nn.Module):
                                  f"{h.shape[-1]}), got {tuple(memory.shape)}")
             cross = self.cross_attn
 
+            source_mask = (None if planted(CROSS_MASK_DROPPED)  # planted bug: encoder-decoder
+                           else memory_key_padding_mask)
+
             def cross_attention(x: Tensor) -> Tensor:
-                return cross(x, memory, memory, key_padding_mask=memory_key_padding_mask)
+                return cross(x, memory, memory, key_padding_mask=source_mask)
 
             h = self._sublayer(h, self.cross_norm, cross_attention,
                                self.hook_cross_out if live else None)
@@ -280,12 +327,15 @@ class Transformer(nn.Module):
                 raise ValueError(f"attention_mask must have shape (batch, past + seq) = "
                                  f"({b}, {past + t}), got {tuple(attention_mask.shape)}")
             keep = attention_mask.to(torch.bool)
-            key_padding_mask = ~keep
+            # planted bug: HF's 1 = keep read as PyTorch's True = pad (contextual-mapping)
+            key_padding_mask = keep if planted(PADDING_MASK_INVERTED) else ~keep
             if position_ids is None:
                 pos = keep.long().cumsum(-1) - 1
                 position_ids = pos.masked_fill(~keep, 1)[:, past:]
         if position_ids is None:
             position_ids = torch.arange(past, past + t, device=x.device)
+            if planted(KV_POSITIONS_RESTART):  # planted bug (position claims)
+                position_ids = torch.arange(t, device=x.device)
         elif position_ids.shape[-1] != t or position_ids.dim() not in (1, 2) or (
                 position_ids.dim() == 2 and position_ids.shape[0] != b):
             raise ValueError(f"position_ids must have shape ({t},) or ({b}, {t}), "

@@ -29,7 +29,17 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from transformer_math.bugs import declare_bug, planted
 from transformer_math.nn.init import no_init_draws
+
+RELU_COEFFS_NOT_DIFFERENCED = declare_bug(
+    "approximation.relu-coeffs-not-differenced",
+    "the ReLU interpolant uses the segment slopes as output weights instead of their "
+    "differences c_k = slope_k - slope_{k-1}: each unit adds its whole slope again",
+    module=__name__,
+    seen_in="writing sum_k slope_k ReLU(x - x_k) for the piecewise-linear interpolant (each "
+    "ReLU keeps acting after its knot, so only the slope change belongs to it)",
+)
 
 
 def _check_positive(name: str, value: float) -> float:
@@ -78,6 +88,8 @@ def relu_interpolant_1d(
     values = fn(knots)
     slopes = (values[1:] - values[:-1]) / (knots[1:] - knots[:-1])  # (m,)
     coeffs = torch.cat([slopes[:1], slopes[1:] - slopes[:-1]])  # (m,)
+    if planted(RELU_COEFFS_NOT_DIFFERENCED):  # planted bug: falsifier of approximation-rate
+        coeffs = slopes.clone()
     with no_init_draws():  # every weight is set below
         hidden = nn.Linear(1, num_units, dtype=torch.float64)
         out = nn.Linear(num_units, 1, dtype=torch.float64)

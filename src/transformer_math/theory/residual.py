@@ -8,7 +8,9 @@ solution with bounded second derivative, the global error is O(h) = O(1/L):
 The seed writes the block with h = 1 (x_{l+1} = x_l + f(x_l)); that is Euler with step 1, i.e. the
 ODE on [0, L], which does not converge to any fixed-time solution as L grows.
 
-The reference solution uses the classical fourth-order Runge-Kutta method (error O(h^4)) with many
+The stack itself is the project's Transformer (``claims/architecture/residual.py`` folds h into
+the blocks' output layers); the reference solution uses the classical fourth-order Runge-Kutta
+method (error O(h^4)) with many
 more steps, so that it is independent of (and far more accurate than) the Euler stack under test.
 """
 
@@ -19,24 +21,6 @@ from collections.abc import Callable
 from torch import Tensor
 
 VectorField = Callable[[Tensor], Tensor]
-
-
-def euler_residual_stack(
-    f: VectorField, x0: Tensor, *, horizon: float, num_layers: int, step: float | None = None
-) -> Tensor:
-    """x_L of the residual stack x_{l+1} = x_l + h f(x_l) with h = horizon / num_layers.
-
-    ``step`` overrides h (e.g. ``step=1.0`` is the seed's literal x + f(x)).
-    """
-    if isinstance(num_layers, bool) or not isinstance(num_layers, int) or num_layers < 1:
-        raise ValueError(f"num_layers must be a positive int, got {num_layers!r}")
-    if not horizon > 0:
-        raise ValueError(f"horizon must be > 0, got {horizon}")
-    h = horizon / num_layers if step is None else float(step)
-    x = x0
-    for _ in range(num_layers):
-        x = x + h * f(x)
-    return x
 
 
 def rk4_solve(f: VectorField, x0: Tensor, *, horizon: float, num_steps: int) -> Tensor:

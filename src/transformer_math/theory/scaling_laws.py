@@ -20,6 +20,11 @@ registry pattern of ARCHITECTURE.md):
   Approach 2 is anchored to coincide with Approach 1 at C0 = 1.21e20 FLOPs (the 1B row of
   Table 3) and then follows its own exponents. These two have no loss surface.
 
+The cost model is one function, :func:`training_flops` (C = 6 N D; the planted bug
+``scaling.training-cost-2nd`` makes it 2 N D), and :func:`numerical_compute_optimum` minimises a
+loss surface along that budget line numerically (no closed form), so that the closed form above
+can be checked against it (exercise 8.3.7-1).
+
 Inference-aware optimum (Sardana et al. 2024, ICML, eq. 3): at the loss l reached by the
 compute-optimal model, choose N (and the D_train that reaches l with it,
 D_train(N) = (B / (l - E - A N^-alpha))^(1/beta)) to minimise training + inference FLOPs
@@ -34,8 +39,30 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from transformer_math.bugs import declare_bug, planted
+
 FLOPS_PER_PARAM_TOKEN = 6.0  # training: forward 2 N + backward 4 N per token (Kaplan et al. 2020)
 INFERENCE_FLOPS_PER_PARAM_TOKEN = 2.0  # one forward pass
+
+TRAINING_COST_2ND = declare_bug(
+    "scaling.training-cost-2nd",
+    "training compute counted as C = 2 N D (the forward pass only) instead of 6 N D",
+    module=__name__,
+    seen_in="mixing the inference cost 2 N per token with the training cost 6 N per token "
+    "(Kaplan et al. 2020 §2.1 count both)",
+)
+
+
+def training_flops_per_param_token() -> float:
+    """FLOPs per parameter and training token: 2 (forward) + 4 (backward) = 6."""
+    if planted(TRAINING_COST_2ND):  # planted bug: falsifier of architecture.chinchilla
+        return INFERENCE_FLOPS_PER_PARAM_TOKEN
+    return FLOPS_PER_PARAM_TOKEN
+
+
+def training_flops(params: float, tokens: float) -> float:
+    """C = 6 N D: the training compute of N parameters on D tokens."""
+    return training_flops_per_param_token() * float(params) * float(tokens)
 
 
 @dataclass(frozen=True)
@@ -195,14 +222,14 @@ def compute_optimal(
     params: float | None = None,
     tokens: float | None = None,
     approach: str = "1",
-    flops_per_param_token: float = FLOPS_PER_PARAM_TOKEN,
+    flops_per_param_token: float | None = None,
 ) -> ComputeOptimum:
     """The compute-optimal (N, D, C) given exactly one of ``flops``, ``params`` or ``tokens``.
 
     ``flops`` C -> N_opt(C), D = C / (6 N). ``params`` N -> the C at which N is optimal.
     ``tokens`` D -> the N whose optimal budget uses D tokens (the data-limited sizing of 000
-    §8.3.7: D = 1e9 -> N ~ 5e7). ``flops_per_param_token`` (6) is exposed so that a wrong cost
-    model (e.g. 2 N D) can be tested against Table 3.
+    §8.3.7: D = 1e9 -> N ~ 5e7). ``flops_per_param_token`` defaults to
+    :func:`training_flops_per_param_token` (6).
     """
     given = {
         k: v for k, v in (("flops", flops), ("params", params), ("tokens", tokens)) if v is not None
@@ -213,7 +240,8 @@ def compute_optimal(
         )
     ((name, value),) = given.items()
     value = _positive(name, value)
-    k = _positive("flops_per_param_token", flops_per_param_token)
+    k = _positive("flops_per_param_token", training_flops_per_param_token()
+                  if flops_per_param_token is None else flops_per_param_token)
     fit = get_scaling_fit(approach)
     if name == "flops":
         n = fit.params_for_flops(value * FLOPS_PER_PARAM_TOKEN / k)
@@ -285,7 +313,7 @@ def inference_aware_optimum(
     def cost(log_n: float) -> float:
         n = math.exp(log_n)
         d = surface.tokens_for_loss(n, target)
-        return FLOPS_PER_PARAM_TOKEN * n * d + INFERENCE_FLOPS_PER_PARAM_TOKEN * n * d_inf
+        return training_flops(n, d) + INFERENCE_FLOPS_PER_PARAM_TOKEN * n * d_inf
 
     # Smallest feasible N: A / N^alpha < target - E.
     log_n_min = math.log(surface.A / (target - surface.E)) / surface.alpha
@@ -303,7 +331,7 @@ def inference_aware_optimum(
             a = c1
     n = math.exp((a + b) / 2.0)
     d = surface.tokens_for_loss(n, target)
-    train = FLOPS_PER_PARAM_TOKEN * n * d
+    train = training_flops(n, d)
     inf = INFERENCE_FLOPS_PER_PARAM_TOKEN * n * d_inf
     base_total = base.flops + INFERENCE_FLOPS_PER_PARAM_TOKEN * base.params * d_inf
     return InferenceAwareOptimum(
@@ -317,3 +345,42 @@ def inference_aware_optimum(
         compute_optimal=base,
         compute_optimal_total_flops=base_total,
     )
+
+
+def _golden_section(fn: Callable[[float], float], lo: float, hi: float, steps: int) -> float:
+    """argmin of a unimodal ``fn`` on [lo, hi] by golden-section search."""
+    phi = (math.sqrt(5.0) - 1.0) / 2.0
+    a, b = lo, hi
+    for _ in range(steps):
+        c1, c2 = b - phi * (b - a), a + phi * (b - a)
+        if fn(c1) <= fn(c2):
+            b = c2
+        else:
+            a = c1
+    return (a + b) / 2.0
+
+
+def numerical_compute_optimum(loss: ParametricLoss, flops: float) -> ComputeOptimum:
+    """Minimise L(N, D) over N with D = C / (c N), c = :func:`training_flops_per_param_token`,
+    numerically (golden section in log N over [1, C], then on a bracket of a log grid).
+
+    Independent of the closed form N_opt = G (C/6)^a: it only evaluates the loss surface
+    (Hoffmann et al. 2022 eq. 10 / exercise 8.3.7-1) on the budget line of the library's cost
+    model. The golden-section bracket shrinks by 0.618 per step: 200 steps resolve log N far
+    below float64 rounding.
+    """
+    c = _positive("flops", flops)
+    per = training_flops_per_param_token()
+
+    def objective(log_n: float) -> float:
+        n = math.exp(log_n)
+        return loss(n, c / (per * n))
+
+    hi = math.log(c / per)  # D >= 1 token
+    grid = [hi * i / 400 for i in range(401)]
+    values = [objective(x) for x in grid]
+    i = min(range(len(grid)), key=values.__getitem__)
+    log_n = _golden_section(objective, grid[max(i - 1, 0)], grid[min(i + 1, 400)], 200)
+    n = math.exp(log_n)
+    d = c / (per * n)
+    return ComputeOptimum(n, d, training_flops(n, d), loss(n, d), "numerical")

@@ -20,14 +20,17 @@ def _models():  # type: ignore[no-untyped-def]
 
 
 def test_masked_source_does_not_leak_and_real_source_is_seen() -> None:
-    e = _masking_effects(*_models(), torch.Generator().manual_seed(0), pass_source_mask=True)
+    e = _masking_effects(*_models(), torch.Generator().manual_seed(0))
     assert e.causal_leak < 1e-6 and e.pad_leak < 1e-6
     assert e.future_effect > 1e-3 and e.real_effect > 1e-3
     assert e.memory_shape == (2, 7, 16) and e.output_shape == (2, 6, 16)
 
 
 def test_dropped_source_mask_leaks() -> None:
-    e = _masking_effects(*_models(), torch.Generator().manual_seed(0), pass_source_mask=False)
+    from transformer_math.bugs import plant
+
+    with plant("transformer.cross-attention-mask-dropped"):
+        e = _masking_effects(*_models(), torch.Generator().manual_seed(0))
     assert e.pad_leak > 1e-3 and e.causal_leak < 1e-6
 
 

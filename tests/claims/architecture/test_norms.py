@@ -7,8 +7,9 @@ import torch
 from transformer_math.claims.architecture.norms import (
     grad_profile_model,
     last_layer_grad_profile,
+    last_layer_slopes,
 )
-from transformer_math.claims.registry import Context, Size, get_claim, run_claim
+from transformer_math.claims.registry import Context, Size
 
 
 def test_grad_profile_preset() -> None:
@@ -26,10 +27,17 @@ def test_profile_has_one_positive_norm_per_layer_and_post_is_larger_near_the_out
     assert post[-1] > pre[-1]  # Theorem 1's direction already at one seed
 
 
-def test_pre_vs_post_norm_slopes_have_room_at_tiny() -> None:
-    """The redesigned tiny configuration (d = 64, L = 2..16, 3 seeds) leaves each slope at least
-    0.15 inside its +-0.25 band at seed 0 (the old one left 0.006 for the Pre-LN slope)."""
-    ev = run_claim(get_claim("architecture.pre-vs-post-norm"), Context(seed=0, size=Size.TINY))
-    slopes = [m for m in ev.evidence.margins if "slope" in m.name]
-    assert len(slopes) == 2
-    assert all(m.slack >= 0.15 for m in slopes), [m.to_json() for m in slopes]
+def test_last_layer_slopes_follow_theorem_1_at_one_seed_and_not_with_the_bug() -> None:
+    """Xiong et al. Thm. 1 on the project's blocks: Pre-LN slope near -1/2, Post-LN near 0
+    (each inside its +-1/4 band with room); with Pre-LN placed as Post-LN, the Pre-LN arm's
+    slope leaves its band (the falsifier, without the claim's 3 seeds)."""
+    from transformer_math.bugs import plant
+
+    ctx = Context(seed=0, size=Size.TINY, seeds=1)
+    slopes, curves = last_layer_slopes(ctx)
+    assert -0.75 + 0.1 <= slopes["pre_slope"] <= -0.25 - 0.1, slopes
+    assert abs(slopes["post_slope"]) <= 0.25 - 0.05, slopes
+    assert len(curves["pre"]) == len(curves["post"]) == 4
+    with plant("norm.pre-ln-as-post-ln"):
+        bad, _ = last_layer_slopes(ctx)
+    assert bad["pre_slope"] > -0.25, bad

@@ -1,38 +1,48 @@
-"""expressivity.component-ablation: the margins decide both directions."""
+"""expressivity.component-ablation: the margins decide both directions over seeds."""
 
 from __future__ import annotations
 
-import math
-
-from transformer_math.claims.expressivity.component_ablation import ablation_margins
+from transformer_math.claims.expressivity.component_ablation import SOFTMAX_ONLY, ablation_margins
+from transformer_math.claims.registry import Verdict, decide
+from transformer_math.claims.seeds import PerSeed
 
 CEILING = 0.4609
+BASE = {"ffn_only/2L": CEILING, "attention_only/1L": 0.68, "attention_only/2L": 0.997,
+        SOFTMAX_ONLY: 0.95, "full/1L": 1.0}
 
 
-def test_the_expected_pattern_holds():
-    acc = {"ffn_only/1L": CEILING, "attention_only/1L": 0.68, "attention_only/2L": 0.997,
-           "full/1L": 1.0}
-    margins = ablation_margins(acc, CEILING, 1e-9)
+def _sweep(*runs: dict[str, float]) -> PerSeed:
+    sweep = PerSeed(seeds=list(range(len(runs))))
+    for run in runs:
+        values = {**run, "ceiling": CEILING, "ffn_minus_ceiling": run["ffn_only/2L"] - CEILING,
+                  "full_minus_attention_1L": run["full/1L"] - run["attention_only/1L"]}
+        for k, v in values.items():
+            sweep.values.setdefault(k, []).append(v)
+    return sweep
+
+
+def test_the_expected_pattern_is_a_measured_refutation() -> None:
+    margins, seed_margins = ablation_margins(_sweep(BASE, BASE, BASE), 1e-9)
     assert len(margins) == 5 and all(m.holds for m in margins)
+    assert decide(margins, seed_margins) is Verdict.REFUTED
 
 
-def test_each_deviation_is_caught():
-    base = {"ffn_only/1L": CEILING, "attention_only/1L": 0.68, "attention_only/2L": 0.997,
-            "full/1L": 1.0}
+def test_each_deviation_on_one_seed_is_caught() -> None:
     for change, failing in [
-        ({"ffn_only/1L": CEILING + 0.01}, "FFN-only accuracy - token-wise ceiling"),
+        ({"ffn_only/2L": CEILING + 0.01}, "FFN-only accuracy - token-wise ceiling"),
         ({"full/1L": 0.85}, "full block, 1 layer, accuracy"),
         ({"attention_only/1L": 0.95}, "full/1L - attention_only/1L accuracy"),
-        ({"attention_only/2L": 0.7}, "attention-only, 2 layers, accuracy (seed refuted)"),
+        ({SOFTMAX_ONLY: 0.7}, "attention-only, 2 layers, no norms (softmax the only "
+                              "nonlinearity)"),
     ]:
-        margins = {m.name: m.holds for m in ablation_margins({**base, **change}, CEILING, 1e-9)}
-        assert margins[failing] is False, change
-        assert sum(not ok for ok in margins.values()) == 1, change
+        margins, seed_margins = ablation_margins(_sweep(BASE, {**BASE, **change}, BASE), 1e-9)
+        held = {m.name.split(" (worst")[0]: m.holds for m in margins}
+        assert held[failing] is False, change
+        assert sum(not ok for ok in held.values()) == 1, change
+        assert decide(margins, seed_margins) is Verdict.FAILED
 
 
-def test_context_free_task_is_caught_by_ffn_only_succeeding():
-    acc = {"ffn_only/1L": 1.0, "attention_only/1L": 1.0, "full/1L": 1.0}
-    margins = {m.name: m.holds for m in ablation_margins(acc, 1.0, 1e-9)}
-    assert margins["FFN-only accuracy (fails: <= 0.9)"] is False
-    assert "attention-only, 2 layers, accuracy (seed refuted)" not in margins
-    assert math.isnan(ablation_margins({"ffn_only/1L": 0.4}, 0.4, 1e-9)[2].value)
+def test_ffn_only_seeing_context_fails() -> None:
+    """What the falsifier (every arm a full block) produces: FFN-only beats the ceiling."""
+    margins, seed_margins = ablation_margins(_sweep({**BASE, "ffn_only/2L": 1.0}), 1e-9)
+    assert decide(margins, seed_margins) is Verdict.FAILED

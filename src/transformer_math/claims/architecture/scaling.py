@@ -1,110 +1,206 @@
-"""Compute-optimal scaling: Chinchilla's Table 3 and inference-aware sizing (000 §8.3.7 理论 C;
-Hoffmann et al. 2022; Sardana et al. 2024)."""
+"""Compute-optimal scaling: the training cost 6 N D, the Chinchilla optimum of the parametric
+loss, and inference-aware sizing (000 §8.3.7 理论 C; Hoffmann et al. 2022; Sardana et al. 2024).
+
+Three independent measurements, none of which restates the 20-tokens-per-parameter rule:
+
+1. the cost model: the FLOPs of one training step of the project's Transformer, counted by
+   ``torch.utils.flop_counter`` (``diagnostics.flops``), against the library's C = c N D
+   (``theory.scaling_laws.training_flops``); and that C against Hoffmann et al.'s Table 3, whose
+   rows list N, D and C separately;
+2. the optimum: L(N, D) = E + A / N^alpha + B / D^beta with the fitted constants of Hoffmann
+   et al. (eq. 10, Approach 3) minimised *numerically* along the budget line C = c N D
+   (``numerical_compute_optimum``), against the Lagrange closed form N_opt = G (C/6)^a (exercise
+   8.3.7-1) and against the seed's statements (D/N ~ 20; D = 1e9 -> N ~ 5e7; C = 1e21 ->
+   N ~ 1e10, D ~ 2e11);
+3. Sardana et al.'s inference-aware optimum is smaller and cheaper in total.
+"""
 
 from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
 
 from transformer_math.claims.architecture._common import SEED_000
 from transformer_math.claims.registry import (
     Context,
     Evidence,
-    Falsifier,
-    agreement,
-    all_hold,
-    at_least,
+    Refutation,
     at_most,
     claim,
-    close_to,
+    decide,
 )
+from transformer_math.diagnostics.flops import count_flops
+from transformer_math.nn.config import TransformerConfig
+from transformer_math.nn.transformer import build_transformer
 from transformer_math.theory.scaling_laws import (
+    CHINCHILLA_LOSS,
     CHINCHILLA_TABLE_3,
+    approach_3,
     compute_optimal,
     inference_aware_optimum,
+    numerical_compute_optimum,
+    training_flops,
 )
 
+SEED_C, SEED_N, SEED_D = 1e21, 1e10, 2e11  # 000 line 1148: the seed's worked example
+SEED_DATA, SEED_DATA_N = 1e9, 5e7  # 000 line 1144: data-limited sizing
+RATIO_BAND = 2.0  # "about": within a factor 2 (the seed's numbers are orders of magnitude)
 
-def _table_3_rows(flops_per_param_token: float) -> tuple[list[dict[str, float]], float]:
-    """The calculator's N, D from C and C, D from N for each Table 3 row, and the largest
-    relative error of N(C), D(C) and C(N) against the table."""
-    rows = []
-    worst = 0.0
-    for n, c, d in CHINCHILLA_TABLE_3:
-        by_c = compute_optimal(flops=c, approach="1", flops_per_param_token=flops_per_param_token)
-        by_n = compute_optimal(params=n, approach="1", flops_per_param_token=flops_per_param_token)
-        errs = [by_c.params / n - 1, by_c.tokens / d - 1, by_n.flops / c - 1]
-        worst = max(worst, *(abs(e) for e in errs))
-        rows.append({"params": n, "N_from_C": by_c.params, "D_from_C": by_c.tokens,
-                     "C_from_N": by_n.flops, "D_from_N": by_n.tokens})
-    return rows, worst
+
+def counted_training_flops(ctx: Context) -> tuple[float, float]:
+    """(counted FLOPs of one forward + backward step, library C = c N D for that step) of a
+    project Transformer (d = 256, 2 layers, 16 tokens; N = every parameter that multiplies)."""
+    cfg = TransformerConfig(hidden_size=256, num_layers=2, num_heads=4, vocab_size=512,
+                            position="none", attention_backend="reference")
+    model = build_transformer(cfg, ctx.generator(18))
+    g = ctx.generator(19)
+    batch, seq = 2, 16
+    ids = torch.randint(0, 512, (batch, seq), generator=g)
+
+    def step() -> None:
+        logits = model(ids)
+        nn.functional.cross_entropy(logits.reshape(-1, 512), ids.reshape(-1)).backward()
+
+    counted = count_flops(step).total
+    # N: parameters taking part in matrix products (the embedding lookup and the norms do not)
+    params = sum(p.numel() for name, p in model.named_parameters()
+                 if p.dim() == 2 and "embed_tokens" not in name)
+    return float(counted), training_flops(params, batch * seq)
+
+
+def _argmin_resolution(flops: float) -> float:
+    """Relative resolution of a numerical argmin of L along the budget line: |d log N| ~
+    sqrt(2 eps_64 L / L''), L'' the curvature in log N (finite differences)."""
+    fit = approach_3()
+    n0 = fit.params_for_flops(flops)
+
+    def loss(log_n: float) -> float:
+        n = math.exp(log_n)
+        return CHINCHILLA_LOSS(n, flops / (6.0 * n))
+
+    h = 1e-2
+    x = math.log(n0)
+    curv = (loss(x + h) - 2 * loss(x) + loss(x - h)) / h**2
+    return math.sqrt(2 * 2.2e-16 * loss(x) / curv)
 
 
 @claim(
     "architecture.chinchilla",
-    source=f"{SEED_000} 理论 C (M4) and its C = 1e21 example; Hoffmann et al. 2022 Table 3; "
-    "Sardana et al. 2024",
-    statement="""The calculator reproduces Chinchilla's Table 3 within 10 %, sizes D = 1e9 tokens to
-    N ~ 5e7 (20 tokens/param) and gives a smaller, longer-trained model when inference is counted.
-    The seed's C = 1e21 example (N ~ 1e10, D ~ 2e11) is inconsistent: 6 N D = 1.2e22.""",
-    falsifier=Falsifier(
-        "cost-2ND",
-        {"flops_per_param_token": 2.0},
-        "training cost C = 2 N D (forward pass only) instead of 6 N D",
-    ),
+    source=f"{SEED_000} 理论 C (M4), its D = 1e9 sizing and C = 1e21 example; Hoffmann et al. "
+    "2022 eq. 10 and Table 3; Kaplan et al. 2020 §2.1; Sardana et al. 2024",
+    statement="""Training costs C = 6 N D (counted on the project's Transformer, and Table 3's
+    rows). Minimising Chinchilla's fitted loss E + A/N^alpha + B/D^beta along C = 6 N D
+    numerically gives the Lagrange optimum N ~ C^0.46, about 20 tokens per parameter (within a
+    factor 2 at C = 1e21) and D = 1e9 -> N ~ 5e7 as the seed says; inference-aware sizing gives a
+    smaller, cheaper model. The seed's C = 1e21 example (N ~ 1e10, D ~ 2e11) is refuted: it
+    costs 6 N D = 1.2e22 FLOPs, and the optimum at 1e21 is N ~ 2e9, D ~ 8e10.""",
+    falsifier="scaling.training-cost-2nd",
+    expected="refuted",
+    version=2,
+    seed_refs=[("000", 1124, 1154)],
+    refutes=[Refutation(
+        seed="000", line=1148,
+        says="C = 1e21 FLOPs -> N* ~ 1e10 parameters, D* ~ 2e11 tokens",
+        correct="that pair costs 6 N D = 1.2e22 FLOPs (12x the budget); the optimum of "
+        "Chinchilla's fitted loss at C = 1e21 is N ~ 2.2e9, D ~ 7.5e10 (34 tokens/param)")],
 )
-def check_chinchilla(ctx: Context, flops_per_param_token: float = 6.0) -> Evidence:
-    rows, worst = _table_3_rows(flops_per_param_token)
-    data_limited = compute_optimal(
-        tokens=1e9, approach="1", flops_per_param_token=flops_per_param_token
-    )
-    seed_n, seed_d, seed_c = 1e10, 2e11, 1e21
-    at_seed_c = compute_optimal(
-        flops=seed_c, approach="1", flops_per_param_token=flops_per_param_token
-    )
-    base3 = compute_optimal(flops=seed_c, approach="3")
+def check_chinchilla(ctx: Context) -> Evidence:
+    counted, library = counted_training_flops(ctx)
+    table = [training_flops(n, d) / c for n, c, d in CHINCHILLA_TABLE_3]
+    fit = approach_3()
+    budgets = [1e19, 1e20, 1e21, 1e22, 1e23, 1e24]
+    optima = [numerical_compute_optimum(CHINCHILLA_LOSS, c) for c in budgets]
+    closed_err = max(abs(o.params / fit.params_for_flops(c) - 1)
+                     for o, c in zip(optima, budgets, strict=True))
+    resolution = max(_argmin_resolution(c) for c in budgets)
+    slope = (math.log(optima[-1].params) - math.log(optima[0].params)) / (
+        math.log(budgets[-1]) - math.log(budgets[0]))
+    ratios = [o.tokens_per_param for o in optima]
+    at_seed_c = optima[budgets.index(SEED_C)]
+    # D = 1e9 on the numerical frontier: the budget C whose optimum uses 1e9 tokens (bisection
+    # in log C; D_opt(C) is increasing)
+    lo, hi = math.log(1e12), math.log(1e24)
+    for _ in range(40):  # bracket 27.6 / 2^40 in log C: far below the 2x tolerance
+        mid = (lo + hi) / 2
+        if numerical_compute_optimum(CHINCHILLA_LOSS, math.exp(mid)).tokens < SEED_DATA:
+            lo = mid
+        else:
+            hi = mid
+    data_limited = numerical_compute_optimum(CHINCHILLA_LOSS, math.exp((lo + hi) / 2))
+    base3 = compute_optimal(flops=SEED_C, approach="3")
     inf = inference_aware_optimum(base3, 1e13)
-    savings = 1 - inf.total_flops / inf.compute_optimal_total_flops
+    seed_cost = training_flops(SEED_N, SEED_D)
+    ctx.report_progress(1.0)
+    # Tolerances: counted FLOPs exceed 6 N per token by the attention products 4 T d per layer
+    # and token over 2 N per token (T / (6 d) ~ 1 % here, d = 256, T = 16) plus nothing else
+    # counted: 3 %. Table 3's rows are rounded projections (67B: 6 N D / C = 1.047): 10 %.
+    # The numerical argmin is resolved to sqrt(2 eps L / L''), ~1e-8; the bound is 100x that.
     margins = [
-        at_most("Table 3 max relative error", worst, 0.10),
-        close_to("N for D = 1e9", data_limited.params, 5e7, rel=0.10),
+        at_most("|counted FLOPs of a training step / (c N D) - 1|", abs(counted / library - 1),
+                0.03),
+        at_most("max over Table 3 rows of |c N D / C - 1|", max(abs(r - 1) for r in table), 0.10),
+        at_most("max |numerical N_opt / closed-form G (C/6)^a - 1|", closed_err,
+                100 * resolution),
+        at_most("|log2(tokens/param at C = 1e21 / 20)| (about 20 tokens per parameter)",
+                abs(math.log2(at_seed_c.tokens_per_param / 20)), math.log2(RATIO_BAND)),
+        at_most("|log2(N for D = 1e9 / 5e7)| (the seed's data-limited sizing)",
+                abs(math.log2(data_limited.params / SEED_DATA_N)), math.log2(RATIO_BAND)),
         at_most("inference-aware N / compute-optimal N", inf.params / base3.params, 1.0),
         at_most("inference-aware total FLOPs / compute-optimal total FLOPs",
                 inf.total_flops / inf.compute_optimal_total_flops, 1.0),
-        at_least("|6 N D / C - 1| of the seed's example", abs(6 * seed_n * seed_d / seed_c - 1),
-                 0.5),
     ]
-    ok = all_hold(margins)
-    d_from_n_worst = max(
-        abs(r["D_from_N"] / d - 1) for r, (_, _, d) in zip(rows, CHINCHILLA_TABLE_3, strict=True)
-    )
-    ctx.report_progress(1.0)
+    seed_margins = [
+        at_most("seed's example: |c N D / C - 1| (N = 1e10, D = 2e11, C = 1e21)",
+                abs(seed_cost / SEED_C - 1), 0.10),
+        at_most("seed's example: |log2(N_opt(1e21) / 1e10)|",
+                abs(math.log2(at_seed_c.params / SEED_N)), math.log2(RATIO_BAND)),
+        at_most("seed's example: |log2(D_opt(1e21) / 2e11)|",
+                abs(math.log2(at_seed_c.tokens / SEED_D)), math.log2(RATIO_BAND)),
+    ]
+    savings = 1 - inf.total_flops / inf.compute_optimal_total_flops
     return Evidence(
-        predicted={
-            "table3_max_rel_err": 0.10,
-            "N_for_D_1e9": 5e7,
-            "seed_example": {"N": seed_n, "D": seed_d, "C": seed_c},
-        },
+        predicted={"cost_per_param_token": 6.0, "N_exponent": round(fit.a, 4),
+                   "N_for_D_1e9": SEED_DATA_N,
+                   "seed_example": {"N": SEED_N, "D": SEED_D, "C": SEED_C}},
         measured={
-            "table3_max_rel_err": round(worst, 4),
-            "N_for_D_1e9": data_limited.params,
-            "seed_example_6ND": 6 * seed_n * seed_d,
-            "at_C_1e21": {"N": at_seed_c.params, "D": at_seed_c.tokens},
+            "counted_over_library_cost": round(counted / library, 4),
+            "table3_cost_ratios": [round(r, 3) for r in table],
+            "numerical_vs_closed_form_max_rel": float(f"{closed_err:.2e}"),
+            "N_exponent": round(slope, 4),
+            "tokens_per_param": {f"{c:.0e}": round(r, 1) for c, r in
+                                 zip(budgets, ratios, strict=True)},
+            "N_for_D_1e9": float(f"{data_limited.params:.3g}"),
+            "at_C_1e21": {"N": float(f"{at_seed_c.params:.3g}"),
+                          "D": float(f"{at_seed_c.tokens:.3g}")},
+            "seed_example_cost": seed_cost,
         },
-        tolerance="10 % on every Table 3 entry (N and D from C, C from N); 10 % on N(D = 1e9)",
-        verdict=agreement(ok, refutes_seed=True),
-        notes=[
-            "The seed's worked example is refuted: N ~ 1e10 and D ~ 2e11 cost 6 N D = 1.2e22 "
-            "FLOPs, "
-            "12x its C = 1e21. At C = 1e21 the calculator gives N = "
-            f"{at_seed_c.params:.3g}, D = {at_seed_c.tokens:.3g} (Approach 1), "
-            f"N = {base3.params:.3g}, D = {base3.tokens:.3g} (Approach 3).",
-            "Approach 1 uses exponents 0.50/0.50 and 20 tokens/param; going from N to D the 67B "
-            f"row "
-            f"is off by {100 * d_from_n_worst:.1f} % (Table 3's own rows imply a ~ 0.497, "
-            "22.4 tokens/param at 67B), so Table 3 is checked as C -> (N, D) and N -> C.",
-            f"Inference-aware (Sardana et al.), C = 1e21, Approach 3, 1e13 inference tokens: N = "
-            f"{inf.params:.3g} ({inf.tokens / inf.params:.0f} tokens/param) instead of "
-            f"{base3.params:.3g}, total FLOPs -{100 * savings:.0f} %. "
-            "The tokens/param ratio depends on the inference demand; there is no fixed '1800+'.",
-        ],
-        details={"table3": rows, "inference_aware": inf.to_json()},
+        tolerance="counted vs c N D 3 % (attention products T / (6 d) ~ 1 %); Table 3 10 % "
+        "(its rounded rows, worst 4.7 %); numerical vs closed-form argmin 100 x the float64 "
+        "resolution of an argmin; 'about' = within a factor 2",
+        verdict=decide(margins, seed_margins),
         margins=margins,
+        seed_margins=seed_margins,
+        notes=[
+            f"Counted: one forward + backward step of a project Transformer (d = 256, 2 layers, "
+            f"32 tokens) under FlopCounterMode: {counted:.4g} FLOPs; library c N D = "
+            f"{library:.4g} (N = parameters of the matrix products, embedding lookup excluded).",
+            "Version 2 (issue 14): the former check reproduced Table 3 from Approach 1, which "
+            "encodes D = 20 N and C = 6 N D, an identity; and its 'refuted' was a literal. Now "
+            "the cost is counted, the optimum is found numerically on the fitted loss surface, "
+            "and the seed's example is tested against both (seed_margins).",
+            f"Numerical optimum (Approach 3 constants E 1.69, A 406.4, B 410.7, alpha 0.339, "
+            f"beta 0.285): N_opt ~ C^{slope:.3f}; tokens/param grows from {ratios[0]:.0f} "
+            f"(1e19) to {ratios[-1]:.0f} (1e24), so '20' holds only near the small end (the "
+            "Epoch replication, Besiroglu et al. 2024, gives ~20 throughout).",
+            f"Seed's example: 6 N D = {seed_cost:.2g} = {seed_cost / SEED_C:.0f} x its budget; "
+            f"the optimum at C = 1e21 is N = {at_seed_c.params:.3g}, D = {at_seed_c.tokens:.3g}.",
+            f"Inference-aware (Sardana et al.), C = 1e21, 1e13 inference tokens: N = "
+            f"{inf.params:.3g} ({inf.tokens / inf.params:.0f} tokens/param) instead of "
+            f"{base3.params:.3g}, total FLOPs -{100 * savings:.0f} %.",
+        ],
+        details={"table3_cost_ratios": table, "budgets": budgets,
+                 "numerical_optima": [o.to_json() for o in optima],
+                 "inference_aware": inf.to_json()},
     )

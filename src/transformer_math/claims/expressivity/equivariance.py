@@ -15,16 +15,14 @@ import torch
 from transformer_math.claims.registry import (
     Context,
     Evidence,
-    Falsifier,
     Figure,
     Series,
     Size,
-    agreement,
-    all_hold,
-    at_least,
     at_most,
     claim,
+    decide,
 )
+from transformer_math.claims.seeds import over_seeds
 from transformer_math.data.sequence_tasks import TaskSpec, equivariant_accuracy_ceiling
 from transformer_math.experiments import position_equivariance
 from transformer_math.experiments.presets import tiny_transformer_config
@@ -69,19 +67,19 @@ def symmetry_gaps(positions: str, vocab_size: int, seed: int, models_per_kind: i
     tokens get equal outputs wherever they stand, so targets such as reverse or copy-first can
     only be met up to the equivariant Bayes ceiling; a position code breaks the symmetry.""",
     tier="quick",
-    falsifier=Falsifier(
-        "learned absolute positions",
-        {"positions": "learned"},
-        "the same random models with a learned position table: equal tokens differ",
-    ),
+    falsifier="presets.position-dropped",
+    expected="verified",
+    version=1,
+    seed_refs=[("000", 263, 281), ("000", 716, 719)],
 )
-def check_no_position_equivariant(ctx: Context, positions: str = "none") -> Evidence:
+def check_no_position_equivariant(ctx: Context) -> Evidence:
     """Random (untrained) models of every sublayer kind, 1 and 2 layers, float64:
     max |f(x)_i - f(x)_j| over positions with x_i = x_j, and max |f(P x) - P f(x)|."""
     spec = TaskSpec(vocab_size=4, seq_len=8)
     gen = ctx.generator(11)
     x = torch.randint(0, spec.vocab_size, (16, spec.seq_len), generator=gen)
     perm = torch.randperm(spec.seq_len, generator=gen)
+    positions = "none"
     gaps = symmetry_gaps(positions, spec.vocab_size, ctx.seed,
                          1 if ctx.size is Size.TINY else 3, x, perm, gen)
     unit = max(1.0, gaps["scale"])
@@ -98,7 +96,7 @@ def check_no_position_equivariant(ctx: Context, positions: str = "none") -> Evid
         predicted={"equal_token_gap": 0.0, "permutation_gap": 0.0},
         measured={"equal_token_gap": gaps["equal_gap"], "permutation_gap": gaps["perm_gap"]},
         tolerance=tol,
-        verdict=agreement(all_hold(margins)),
+        verdict=decide(margins),
         margins=margins,
         notes=[
             f"{gaps['count']} random models (sublayers {', '.join(SUBLAYERS)}; 1 and 2 layers; "
@@ -124,27 +122,34 @@ def _loss_curves(res: position_equivariance.PositionEquivarianceResult) -> Figur
     )
 
 
+def _fit_run(ctx: Context) -> tuple[dict[str, float], position_equivariance.
+                                      PositionEquivarianceResult]:
+    """One seed: train the no-position and the learned-position arm (exact evaluation)."""
+    cfg = ctx.preset(position_equivariance.PositionEquivarianceConfig)(
+        seed=ctx.seed, arms=("none", "learned"))
+    res = position_equivariance.run(cfg)
+    return ({"free_minus_ceiling": res.results["none"].eval_accuracy - res.equivariant_ceiling,
+             "free": res.results["none"].eval_accuracy,
+             "learned": res.results["learned"].eval_accuracy,
+             "ceiling": res.equivariant_ceiling}, res)
+
+
 @claim(
     "expressivity.no-position-fit",
     source=f"{SEED_000_84} (Yun et al., ICLR 2020, Theorem parts 1 and 2)",
     statement="""Trained on a non-equivariant target (reverse), a model without positions stays
     at or below the exact equivariant Bayes ceiling, while the same model with learned
-    positions fits it.""",
+    positions fits it (every seed).""",
     tier="full",
-    falsifier=Falsifier(
-        "positions in the 'no-position' arm",
-        {"no_position_arm": "learned"},
-        "give the supposedly position-free arm a learned position table: it beats the ceiling",
-    ),
+    falsifier="presets.position-dropped",
+    expected="verified",
+    version=2,
+    seed_refs=[("000", 716, 719)],
 )
-def check_no_position_fit(ctx: Context, no_position_arm: str = "none") -> Evidence:
-    arms = (no_position_arm, "learned")
-    cfg = ctx.preset(position_equivariance.PositionEquivarianceConfig)(
-        seed=ctx.seed, arms=tuple(dict.fromkeys(arms))
-    )
-    res = position_equivariance.run(cfg, progress=ctx.report_progress)
-    acc_free = res.results[no_position_arm].eval_accuracy
-    acc_pos = res.results["learned"].eval_accuracy
+def check_no_position_fit(ctx: Context) -> Evidence:
+    sweep = over_seeds(ctx, _fit_run)
+    res = sweep.runs[0]
+    cfg = res.config
     if res.exact_eval:
         # every one of the V^n inputs evaluated once: exact accuracies, ceiling exact on the same
         # inputs; the inequality is exact and the tolerance is float rounding only
@@ -157,28 +162,31 @@ def check_no_position_fit(ctx: Context, no_position_arm: str = "none") -> Eviden
         tol_text = f"3 binomial standard errors over {cfg.train.eval_size} evaluation sequences"
     fit_threshold = 0.9
     margins = [
-        at_most("no-position accuracy - equivariant ceiling", acc_free - res.equivariant_ceiling,
-                tol),
-        at_least("accuracy with learned positions", acc_pos, fit_threshold),
+        sweep.at_most("free_minus_ceiling", tol, "no-position accuracy - equivariant ceiling"),
+        sweep.at_least("learned", fit_threshold, "accuracy with learned positions"),
     ]
     return Evidence(
         predicted={"no_positions_accuracy_at_most": round(res.equivariant_ceiling + tol, 4),
                    "with_positions_accuracy_at_least": fit_threshold},
-        measured={"no_positions_accuracy": round(acc_free, 4),
-                  "with_positions_accuracy": round(acc_pos, 4)},
+        measured={"no_positions_accuracy": [round(v, 4) for v in sweep["free"]],
+                  "with_positions_accuracy": [round(v, 4) for v in sweep["learned"]]},
         tolerance=tol,
-        verdict=agreement(all_hold(margins)),
+        verdict=decide(margins),
         margins=margins,
+        per_seed=sweep.to_json(),
         notes=[
             f"task {cfg.task}, n = {cfg.spec.seq_len}, V = {cfg.spec.vocab_size}; "
             f"{cfg.num_layers}-layer full blocks, d = {cfg.embed_dim}, {cfg.train.steps} steps; "
-            f"equivariant ceiling {res.equivariant_ceiling:.4f} (exact given the multiset).",
+            f"equivariant ceiling {res.equivariant_ceiling:.4f} (exact given the multiset); "
+            f"{len(sweep.seeds)} seeds, the pass condition on the worst seed.",
             f"Tolerance: {tol_text}. 'Fits' means accuracy >= 0.9 (chance is 1/V).",
             "issue 12 (tiny failed at seed 0: 20 steps fitted nothing, 0.36 with positions): "
             "tiny now trains 500 steps x batch 64 and evaluates on all 4^4 = 256 inputs, so "
             "the accuracies and the ceiling are exact and the no-position bound is an exact "
             "inequality (before: 64 sampled sequences, tolerance 0.19).",
-            f"run time {res.seconds:.1f} s",
+            "Version 2 (issue 14): 3 seeds (over_seeds, worst seed decides); the falsifier is "
+            "a bug in experiments.presets (the position argument is not forwarded, so the "
+            "'no-position' arm gets a learned table), not a keyword of the check.",
         ],
         figures=[_loss_curves(res)],
         details={"ceiling": res.equivariant_ceiling,
