@@ -3,6 +3,7 @@ import math
 import pytest
 import torch
 
+from transformer_math.bugs import plant
 from transformer_math.functional.attention import scaled_dot_product_attention
 from transformer_math.functional.linear_attention import (
     draw_random_projection,
@@ -40,11 +41,40 @@ def test_parallel_equals_recurrent_and_chunked(fm, s):
     assert torch.allclose(full, fast, atol=1e-12)
 
 
-def test_off_by_one_recurrence_differs():
+def test_read_before_write_bug_is_off_by_one():
+    """Planted linear-attention.read-before-write: the recurrence reads before adding (k_i, v_i),
+    so position 0 sees no key (output 0) and position i sees keys < i; the correct recurrence
+    equals the parallel form (token i sees itself)."""
     q, k, v, _ = _qkv()
-    a = linear_attention_recurrent(q, k, v)
-    b = linear_attention_recurrent(q, k, v, read_before_write=True)
-    assert (a - b).abs().max() > 1e-3
+    par = linear_attention_parallel(q, k, v, causal=True).output
+    good = linear_attention_recurrent(q, k, v)
+    assert torch.allclose(good, par, atol=1e-12)
+    with plant("linear-attention.read-before-write"):
+        bad = linear_attention_recurrent(q, k, v)
+    assert (good - bad).abs().max() > 1e-3
+    assert bad[:, :, 0].abs().max() == 0.0  # empty state: the project's zero for no key
+    # position i of the bug = the parallel form over the keys before i
+    strict = linear_attention_parallel(q[:, :, 5:6], k[:, :, :5], v[:, :, :5]).output
+    assert torch.allclose(bad[:, :, 5:6], strict, atol=1e-12)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_no_normaliser_bug_drops_the_denominator(causal):
+    """Planted linear-attention.no-normaliser: phi(q)^T S without / phi(q)^T z. With all values
+    equal to 1 the correct output is exactly 1 (weights sum to one); the bug returns the kernel
+    row sums phi(q)^T z instead."""
+    q, k, _, _ = _qkv(s=17)
+    ones = torch.ones(2, 2, 17, 1, dtype=F64)
+    good = linear_attention(q, k, ones, causal=causal, chunk_size=4)
+    assert torch.allclose(good, torch.ones_like(good), atol=1e-12)
+    with plant("linear-attention.no-normaliser"):
+        bad = linear_attention(q, k, ones, causal=causal, chunk_size=4)
+    phi_q, phi_k = torch.nn.functional.elu(q) + 1, torch.nn.functional.elu(k) + 1
+    raw = phi_q @ phi_k.transpose(-2, -1)
+    if causal:
+        raw = raw.tril(diagonal=17 - 13)  # bottom-right alignment: queries are the last 13
+    assert torch.allclose(bad[..., 0], raw.sum(-1), rtol=1e-12)
+    assert (bad - good).abs().max() > 1.0
 
 
 def test_random_features_unbiased():
@@ -59,6 +89,32 @@ def test_random_features_unbiased():
     ests = torch.stack(ests)
     se = ests.std(dim=0) / math.sqrt(len(ests))
     assert ((ests.mean(0) - exact).abs() <= 4 * se).all()
+
+
+def test_favor_without_norm_correction_is_biased_by_the_norm_factor():
+    """Planted linear-attention.favor-no-norm-correction: phi(x) = exp(w^T x)/sqrt(m) estimates
+    exp(q.k) exp((|q|^2 + |k|^2)/2), not exp(q.k); the correct features are exactly the planted
+    ones times exp(-|x|^2/2)."""
+    g = torch.Generator().manual_seed(2)
+    q = torch.randn(4, 8, generator=g, dtype=F64) * 0.3
+    k = torch.randn(4, 8, generator=g, dtype=F64) * 0.3
+    w = draw_random_projection(8, 64, generator=g, orthogonal=False, dtype=F64)
+    good = positive_random_features(q, w)
+    with plant("linear-attention.favor-no-norm-correction"):
+        bad = positive_random_features(q, w)
+        bad_k = positive_random_features(k, w)
+    factor = torch.exp(-0.5 * (q * q).sum(-1, keepdim=True))
+    assert torch.allclose(good, bad * factor, rtol=1e-12)
+    # the bias in expectation: mean over many redraws of the planted estimate / exp(q.k)
+    ests = []
+    for _ in range(300):
+        w = draw_random_projection(8, 32, generator=g, orthogonal=False, dtype=F64)
+        with plant("linear-attention.favor-no-norm-correction"):
+            ests.append((positive_random_features(q, w) * positive_random_features(k, w)).sum(-1))
+    ratio = torch.stack(ests).mean(0) / torch.exp((q * k).sum(-1))
+    expected = torch.exp(0.5 * ((q * q).sum(-1) + (k * k).sum(-1)))
+    assert torch.allclose(ratio, expected, rtol=0.05)
+    assert bad_k.shape == bad.shape
 
 
 def test_orthogonal_projection_rows_orthogonal_in_blocks():

@@ -5,6 +5,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from transformer_math.bugs import plant
 from transformer_math.nn.hooks import run_with_cache
 from transformer_math.nn.init import seeded
 from transformer_math.nn.sets import (
@@ -88,3 +89,23 @@ def test_set_pool_rules_and_errors():
         set_pool(h, "median")
     with pytest.raises(ValueError, match="shape"):
         DeepSets(3, 4, 1)(torch.randn(2, 5, 4))
+
+
+def test_sab_over_batch_bug_mixes_sets_and_loses_per_set_equivariance():
+    """Planted sets.sab-attends-over-batch: SAB attends along the batch axis, so the output of
+    set 0 depends on set 1 and permuting one set alone is not equivariant; the correct SAB
+    treats every set on its own."""
+    sab = seeded(lambda: SetAttentionBlock(3, 1), 0).to(F64).eval()
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(3, 6, 3, generator=g, dtype=F64)
+    x2 = x.clone()
+    x2[1] = torch.randn(6, 3, generator=g, dtype=F64)  # change set 1 only
+    perm = torch.tensor([2, 0, 1, 5, 3, 4])
+    xp = x.clone()
+    xp[0] = x[0, perm]  # permute set 0 only
+    with torch.no_grad():
+        assert torch.allclose(sab(x)[0], sab(x2)[0], atol=1e-12)
+        assert torch.allclose(sab(xp)[0], sab(x)[0, perm], atol=1e-12)
+        with plant("sets.sab-attends-over-batch"):
+            assert (sab(x)[0] - sab(x2)[0]).abs().max() > 1e-3
+            assert (sab(xp)[0] - sab(x)[0, perm]).abs().max() > 1e-3

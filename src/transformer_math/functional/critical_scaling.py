@@ -32,6 +32,16 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from transformer_math.bugs import declare_bug, planted
+
+# Planted bug (transformer_math.bugs): off unless a falsifier or `tmath mutants` plants it.
+LOG_OF_HEAD_DIM = declare_bug(
+    "critical-scaling.log-of-wrong-length",
+    "the log-length scale computes gamma log(head_dim) instead of gamma log(k_len): the factor "
+    "is taken of the wrong n and no longer grows with the context", module=__name__,
+    seen_in="scale_fn(head_dim, k_len) arguments swapped, or log of a fixed training length / "
+    "the query length instead of the number of keys a query sees")
+
 
 def _check_gamma(gamma: float) -> float:
     if isinstance(gamma, bool) or not isinstance(gamma, int | float):
@@ -74,7 +84,10 @@ def log_length_scale_fn(
 
     def scale_fn(head_dim: int, k_len: int) -> float:
         _check_length("head_dim", head_dim)
-        beta = g * math.log(_check_length("k_len", k_len))
+        n = _check_length("k_len", k_len)
+        if planted(LOG_OF_HEAD_DIM):  # planted bug: falsifier of longcontext.critical-scaling
+            n = head_dim
+        beta = g * math.log(n)
         return beta / math.sqrt(head_dim) if divide_by_sqrt_head_dim else beta
 
     return scale_fn
@@ -91,6 +104,23 @@ def seed_polylog_scale_fn(c: float, *, power: float = 1.5) -> Callable[[int, int
     def scale_fn(head_dim: int, k_len: int) -> float:
         _check_length("head_dim", head_dim)
         f = 1.0 + c * math.log(_check_length("k_len", k_len)) ** power
+        return 1.0 / math.sqrt(head_dim * f)
+
+    return scale_fn
+
+
+def seed_loglog_scale_fn(c: float) -> Callable[[int, int], float]:
+    """The third seed's first rule (004 ch. 11): logits / sqrt(d_k f(T)), f(T) = 1 + c loglog T.
+
+    T = k_len (for T <= e the loglog is taken as 0). Kept to measure the seed's claim.
+    """
+    if not (math.isfinite(c) and c >= 0):
+        raise ValueError(f"c must be finite and >= 0, got {c}")
+
+    def scale_fn(head_dim: int, k_len: int) -> float:
+        _check_length("head_dim", head_dim)
+        log_t = math.log(_check_length("k_len", k_len))
+        f = 1.0 + c * (math.log(log_t) if log_t > 1.0 else 0.0)
         return 1.0 / math.sqrt(head_dim * f)
 
     return scale_fn

@@ -50,6 +50,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from transformer_math.bugs import declare_bug, planted
 from transformer_math.functional.attention import (
     AttentionOutput,
     register_attention_backend,
@@ -58,6 +59,25 @@ from transformer_math.functional.attention import (
 )
 
 FeatureMap = Callable[[Tensor], Tensor]
+
+# Planted bugs (transformer_math.bugs): off unless a falsifier or `tmath mutants` plants them.
+NO_NORMALISER = declare_bug(
+    "linear-attention.no-normaliser",
+    "the O(n) form returns phi(q)^T S without dividing by phi(q)^T z (the Nadaraya-Watson "
+    "denominator dropped)", module=__name__,
+    seen_in="a common slip in linear-attention kernels: the numerator S = sum phi(k) v^T is kept "
+    "and the normaliser z = sum phi(k) forgotten (Katharopoulos et al. 2020 eq. 6 needs both)")
+READ_BEFORE_WRITE = declare_bug(
+    "linear-attention.read-before-write",
+    "the recurrent form reads out_i from the state before adding (k_i, v_i): a token does not "
+    "see itself (off by one)", module=__name__,
+    seen_in="the classic off-by-one of RNN-style decoding loops (update and read order swapped)")
+FAVOR_NO_NORM_CORRECTION = declare_bug(
+    "linear-attention.favor-no-norm-correction",
+    "positive random features exp(w^T x)/sqrt(m) without the exp(-|x|^2/2) factor: biased by "
+    "exp((|q|^2 + |k|^2)/2)", module=__name__,
+    seen_in="Performer (Choromanski et al. 2021) Lemma 1 needs the -|x|^2/2 term; dropping it "
+    "is the usual slip when porting FAVOR+")
 
 
 def elu_feature_map(x: Tensor) -> Tensor:
@@ -117,14 +137,22 @@ def draw_random_projection(
     return torch.cat(blocks, dim=0).to(dtype=dtype, device=device)
 
 
+def _favor_exponent(x: Tensor, projection: Tensor) -> Tensor:
+    """w_r^T x - |x|^2 / 2 for every row w_r of ``projection``: (..., m)."""
+    exponent = torch.matmul(x, projection.to(x.dtype).T)
+    if planted(FAVOR_NO_NORM_CORRECTION):  # planted bug: falsifier of kernel.random-features
+        return exponent
+    return exponent - 0.5 * (x * x).sum(dim=-1, keepdim=True)
+
+
 def positive_random_features(
-    x: Tensor, projection: Tensor, *, norm_correction: bool = True, stabilizer: Tensor | None = None
+    x: Tensor, projection: Tensor, *, stabilizer: Tensor | None = None
 ) -> Tensor:
     """phi(x)_r = exp(w_r^T x - |x|^2 / 2) / sqrt(m)  (Performer, Lemma 1), shape (..., m).
 
     E_w[phi(q)^T phi(k)] = exp(q^T k) because E[exp(w^T (q + k))] = exp(|q + k|^2 / 2).
-    ``norm_correction=False`` drops the -|x|^2/2 term: the estimate is then biased by the factor
-    exp((|q|^2 + |k|^2) / 2) (kept only as the falsifier of ``kernel.random-features``).
+    Without the -|x|^2/2 term (the planted bug ``linear-attention.favor-no-norm-correction``)
+    the estimate is biased by the factor exp((|q|^2 + |k|^2) / 2).
     ``stabilizer`` (broadcastable to the exponent) is subtracted from the exponent; a constant
     per query row or one shared by all keys cancels in the attention ratio.
     """
@@ -133,9 +161,7 @@ def positive_random_features(
             f"projection must have shape (num_features, {x.shape[-1]}), "
             f"got {tuple(projection.shape)}"
         )
-    exponent = torch.matmul(x, projection.to(x.dtype).T)  # (..., m)
-    if norm_correction:
-        exponent = exponent - 0.5 * (x * x).sum(dim=-1, keepdim=True)
+    exponent = _favor_exponent(x, projection)  # (..., m)
     if stabilizer is not None:
         exponent = exponent - stabilizer
     return torch.exp(exponent) / math.sqrt(projection.shape[0])
@@ -171,9 +197,8 @@ def feature_maps_qk(
         raise ValueError(f"scale must be finite and > 0 for the softmax kernel, got {scale}")
     root = math.sqrt(scale)
     qs, ks = q * root, k * root
-    proj = projection.to(q.dtype)
-    q_exp = torch.matmul(qs, proj.T) - 0.5 * (qs * qs).sum(-1, keepdim=True)
-    k_exp = torch.matmul(ks, proj.T) - 0.5 * (ks * ks).sum(-1, keepdim=True)
+    q_exp = _favor_exponent(qs, projection)
+    k_exp = _favor_exponent(ks, projection)
     q_stab = q_exp.amax(dim=-1, keepdim=True)  # per query row: cancels in the ratio
     k_stab = k_exp.amax(dim=(-2, -1), keepdim=True)  # one constant for all keys: cancels
     m = projection.shape[0]
@@ -278,15 +303,13 @@ def linear_attention_recurrent(
     scale: float | None = None,
     projection: Tensor | None = None,
     key_padding_mask: Tensor | None = None,
-    read_before_write: bool = False,
 ) -> Tensor:
     """Causal linear attention as an RNN: for each position i, update S, z with (k_i, v_i), then
     read out_i = phi(q_i)^T S / phi(q_i)^T z. The state is O(m D_v) whatever the length.
 
     With k_len > q_len the first k_len - q_len keys are absorbed into the state first (the
-    queries are the last positions). ``read_before_write=True`` reads before the update, so a
-    token does not see itself: an off-by-one bug kept as the falsifier of
-    ``kernel.linear-attention-rnn``.
+    queries are the last positions). Reading before the update (the planted bug
+    ``linear-attention.read-before-write``) is off by one: a token does not see itself.
     """
     phi_q, phi_k, v = _prepare(
         q, k, v, feature_map=feature_map, causal=True, scale=scale, projection=projection,
@@ -299,8 +322,9 @@ def linear_attention_recurrent(
     for j in range(offset):
         state.update(phi_k[:, :, j], v[:, :, j])
     outputs = []
+    read_first = planted(READ_BEFORE_WRITE)  # planted bug: falsifier of kernel.linear-attention-rnn
     for i in range(t):
-        if read_before_write:
+        if read_first:
             outputs.append(state.read(phi_q[:, :, i]))
             state.update(phi_k[:, :, offset + i], v[:, :, offset + i])
         else:
@@ -334,10 +358,14 @@ def linear_attention(
         q, k, v, feature_map=feature_map, causal=causal, scale=scale, projection=projection,
         key_padding_mask=key_padding_mask,
     )
+    # planted bug: falsifier of kernel.linear-attention-kernel-regression (and -rnn)
+    drop_normaliser = planted(NO_NORMALISER)
     if not causal:
         S = torch.einsum("bhsm,bhsv->bhmv", phi_k, v)  # (B, H, m, D_v)
         z = phi_k.sum(dim=-2)  # (B, H, m)
         num = torch.matmul(phi_q, S)  # (B, H, T, D_v)
+        if drop_normaliser:
+            return num
         den = torch.einsum("bhtm,bhm->bht", phi_q, z).unsqueeze(-1)
         return _safe_divide(num, den)
     t, s = phi_q.shape[-2], phi_k.shape[-2]
@@ -353,7 +381,7 @@ def linear_attention(
         intra = torch.matmul(pq, pk.transpose(-2, -1)).tril()  # (B, H, c, c), j <= i
         num = torch.matmul(pq, S) + torch.matmul(intra, vc)
         den = (torch.einsum("bhcm,bhm->bhc", pq, z) + intra.sum(-1)).unsqueeze(-1)
-        outputs.append(_safe_divide(num, den))
+        outputs.append(num if drop_normaliser else _safe_divide(num, den))
         S = S + torch.einsum("bhcm,bhcv->bhmv", pk, vc)
         z = z + pk.sum(dim=-2)
     return torch.cat(outputs, dim=2)

@@ -23,10 +23,26 @@ zero estimate, the project's convention for "attends to nothing" (no NaN).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Protocol
 
 import torch
 from torch import Tensor, nn
+
+from transformer_math.bugs import declare_bug, planted
+
+# Planted bugs (transformer_math.bugs): off unless a falsifier or `tmath mutants` plants them.
+NORMALISE_OVER_QUERIES = declare_bug(
+    "kernel-regression.normalise-over-queries",
+    "Nadaraya-Watson weights divided by the column sums of the kernel matrix (over the queries) "
+    "instead of the row sums (over the data points)", module=__name__,
+    seen_in="the softmax-over-the-wrong-axis slip (dim=-2 for dim=-1), common in hand-written "
+    "attention and kernel smoothers")
+BANDWIDTH_UNSQUARED = declare_bug(
+    "kernel-regression.gaussian-bandwidth-unsquared",
+    "Gaussian kernel exp(-|x - x'|^2 / (2 h)) with the bandwidth not squared", module=__name__,
+    seen_in="bandwidth h vs variance h^2 confused (sigma vs sigma^2 in RBF kernels, e.g. "
+    "scikit-learn's gamma = 1/(2 sigma^2) parametrisation)")
 
 
 class Kernel(Protocol):
@@ -68,7 +84,10 @@ class GaussianKernel:
 
     def __call__(self, x_query: Tensor, x_data: Tensor) -> Tensor:
         _check_pair(x_query, x_data)
-        return torch.exp(-_squared_distances(x_query, x_data) / (2.0 * self.bandwidth**2))
+        variance = self.bandwidth**2
+        if planted(BANDWIDTH_UNSQUARED):  # planted bug: falsifier of kernel.gaussian-equivalence
+            variance = self.bandwidth
+        return torch.exp(-_squared_distances(x_query, x_data) / (2.0 * variance))
 
 
 class EpanechnikovKernel:
@@ -93,6 +112,23 @@ class LinearKernel:
     def __call__(self, x_query: Tensor, x_data: Tensor) -> Tensor:
         _check_pair(x_query, x_data)
         return self.offset + torch.matmul(x_query, x_data.transpose(-2, -1))
+
+
+class FeatureMapKernel:
+    """kappa(x, x') = phi(x)^T phi(x') for an explicit feature map phi: (..., d) -> (..., m).
+
+    The kernel of linear attention (000 §8.3.2 corollary 3): with phi = elu + 1, relu or
+    Performer's positive random features, Nadaraya-Watson with this kernel is linear attention.
+    """
+
+    def __init__(self, feature_map: Callable[[Tensor], Tensor]) -> None:
+        if not callable(feature_map):
+            raise TypeError(f"feature_map must be callable, got {type(feature_map).__name__}")
+        self.feature_map = feature_map
+
+    def __call__(self, x_query: Tensor, x_data: Tensor) -> Tensor:
+        _check_pair(x_query, x_data)
+        return torch.matmul(self.feature_map(x_query), self.feature_map(x_data).transpose(-2, -1))
 
 
 class SoftmaxAttentionKernel:
@@ -156,14 +192,22 @@ class SoftmaxAttentionKernel:
         return torch.exp(self.scale * torch.matmul(q, k.transpose(-2, -1)))
 
 
+def _normaliser(k: Tensor) -> Tensor:
+    """The Nadaraya-Watson denominator sum_j kappa(x_i, x_j) (..., T, 1); 1 where it is 0."""
+    if planted(NORMALISE_OVER_QUERIES):  # planted bug: falsifier of kernel.nadaraya-watson
+        den = k.sum(dim=-2, keepdim=True)
+    else:
+        den = k.sum(dim=-1, keepdim=True)
+    return torch.where(den == 0, torch.ones_like(den), den)
+
+
 def nadaraya_watson_weights(x_query: Tensor, x_data: Tensor, kernel: Kernel) -> Tensor:
     """Normalised weights kappa(x_i, x_j) / sum_j' kappa(x_i, x_j'), shape (..., T, S).
 
     Rows whose kernel sum is exactly zero get all-zero weights.
     """
     k = kernel(x_query, x_data)
-    den = k.sum(dim=-1, keepdim=True)
-    return k / torch.where(den == 0, torch.ones_like(den), den)
+    return k / _normaliser(k)
 
 
 def nadaraya_watson(x_query: Tensor, x_data: Tensor, y_data: Tensor, kernel: Kernel) -> Tensor:
@@ -174,9 +218,9 @@ def nadaraya_watson(x_query: Tensor, x_data: Tensor, y_data: Tensor, kernel: Ker
             f"got {tuple(y_data.shape)}"
         )
     k = kernel(x_query, x_data)  # (..., T, S)
-    num = torch.matmul(k, y_data)
-    den = k.sum(dim=-1, keepdim=True)
-    return num / torch.where(den == 0, torch.ones_like(den), den)
+    if planted(NORMALISE_OVER_QUERIES):  # the same slip: weights normalised over the queries
+        return torch.matmul(k / _normaliser(k), y_data)
+    return torch.matmul(k, y_data) / _normaliser(k)
 
 
 class NadarayaWatson(nn.Module):

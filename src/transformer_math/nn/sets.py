@@ -32,10 +32,20 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from transformer_math.bugs import declare_bug, planted
 from transformer_math.nn.attention import MultiHeadAttention
 from transformer_math.nn.init import reset_children
 
 POOLINGS = ("sum", "mean", "max")
+
+# Planted bug (transformer_math.bugs): off unless a falsifier or `tmath mutants` plants it.
+SAB_OVER_BATCH = declare_bug(
+    "sets.sab-attends-over-batch",
+    "SAB attends along the batch axis instead of the set axis (batch-first / sequence-first "
+    "confusion): an element sees the same slot of the other sets, never the other elements of "
+    "its own set", module=__name__,
+    seen_in="torch.nn.MultiheadAttention defaults to (seq, batch, dim); feeding it (batch, seq, "
+    "dim) without batch_first=True silently attends over the batch")
 
 
 def _mlp(in_dim: int, hidden_dim: int, out_dim: int, num_layers: int) -> nn.Sequential:
@@ -142,6 +152,9 @@ class SetAttentionBlock(nn.Module):
 
     def forward(self, x: Tensor, key_padding_mask: Tensor | None = None) -> Tensor:
         _check_set(x, self.mab.dim, key_padding_mask)
+        if planted(SAB_OVER_BATCH):  # planted bug: falsifier of kernel.set-invariance and
+            xt = x.transpose(0, 1)  # kernel.deepsets-vs-set-transformer (set and batch swapped)
+            return self.mab(xt, xt).transpose(0, 1)
         return self.mab(x, x, key_padding_mask)
 
 

@@ -13,11 +13,23 @@ crosstalk has E|c_i|^2 = (N - 1)/d, so
     signal-to-crosstalk = 1 / sqrt((N - 1)/d) = sqrt(d / (N - 1)),
     cos(W k_i, v_i) ~ 1 / sqrt(1 + (N - 1)/d),
 
-and retrieval fails (crosstalk as large as the signal) once N approaches d. The prediction needs
-nearly orthogonal keys: correlated keys (a shared component, pairwise cosine c) add crosstalk of
-order (N - 1) c^2, far above (N - 1)/d.
+so crosstalk is as large as the signal at N = d + 1: the capacity threshold of the tutorial 003
+cites ("interference equals signal", 003:52). That threshold is conservative: decoding by the
+nearest stored value, argmax_j v_j^T (W k_i), still succeeds there. The score of the right value
+is s_i = 1 + v_i^T c_i ~ N(1, (N - 1)/d^2); a wrong one is s_j = v_j^T W k_i with variance
+sigma^2 = 2/d + (N - 2)/d^2 (v_j^T v_i and k_j^T k_i, 1/d each, plus the other pairs). Treating
+the s_j as independent Gaussians,
 
-Gated MLP memory: hidden units h_j = relu(k_j^T x - tau) / (1 - tau), output sum_j v_j h_j
+    P(wrong value) ~ 1 - E_{s_i}[Phi(s_i / sigma)^(N - 1)]       (:func:`predicted_nearest_error`)
+
+which is ~2e-3 at N = d = 64 and grows only when sigma ~ 1/sqrt(2 ln N), i.e. N of order
+d^2 / (2 ln N). (Inner products of unit vectors are bounded, so their tails are lighter than the
+Gaussian's: the estimate over-states the error, measured ~2-4x in the tails.) The prediction
+needs nearly orthogonal keys: correlated keys (a shared component, pairwise cosine c) add
+crosstalk of order (N - 1) c^2, far above (N - 1)/d.
+
+Gated MLP memory (a hand-set construction, not a learned MLP; no claim rests on it since issue
+14): hidden units h_j = relu(k_j^T x - tau) / (1 - tau), output sum_j v_j h_j
 (W_in = K, W_out = V^T: 2 N d parameters). The gate opens only when the query is close to k_j:
 for a stored key the wrong units see k_j^T k_i ~ N(0, 1/d), which is below tau = 0.5 except with
 probability ~exp(-d tau^2 / 2), so the nonlinearity removes most of the interference the linear
@@ -35,6 +47,16 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor
+
+from transformer_math.bugs import declare_bug, planted
+
+# Planted bug (transformer_math.bugs): off unless a falsifier or `tmath mutants` plants it.
+TRANSPOSED = declare_bug(
+    "memory.outer-product-transposed",
+    "the outer-product memory stores W = sum_i k_i v_i^T (keys and values swapped) instead of "
+    "sum_i v_i k_i^T", module=__name__,
+    seen_in="the row/column-vector convention slip of Hebbian / fast-weight memories (x W vs W x; "
+    "nn.Linear stores the transpose)")
 
 
 def random_unit_vectors(
@@ -75,6 +97,8 @@ class OuterProductMemory:
     def __init__(self, keys: Tensor, values: Tensor) -> None:
         _check_pairs(keys, values)
         self.weight = values.T @ keys  # (d_v, d_k)
+        if planted(TRANSPOSED):  # planted bug: falsifier of memory.outer-product-crosstalk
+            self.weight = keys.T @ values
 
     @property
     def num_parameters(self) -> int:
@@ -115,6 +139,31 @@ def predicted_crosstalk_rms(num_pairs: int, dim: int) -> float:
     if num_pairs < 1 or dim < 1:
         raise ValueError(f"num_pairs and dim must be >= 1, got {num_pairs}, {dim}")
     return math.sqrt((num_pairs - 1) / dim)
+
+
+def _normal_cdf(z: float) -> float:
+    return 0.5 * math.erfc(-z / math.sqrt(2.0))
+
+
+def predicted_nearest_error(num_pairs: int, dim: int, *, grid: int = 2001) -> float:
+    """Gaussian-crosstalk estimate of P(argmax_j v_j^T W k_i != i) (see the module docstring).
+
+    1 - E[Phi(s_i / sigma)^(N - 1)] with s_i ~ N(1, (N - 1)/d^2) and sigma^2 = 2/d + (N - 2)/d^2,
+    the expectation by the trapezoid rule on z in [-8, 8] (``grid`` points).
+    """
+    if num_pairs < 2 or dim < 1:
+        raise ValueError(f"need num_pairs >= 2 and dim >= 1, got {num_pairs}, {dim}")
+    n, d = num_pairs, dim
+    sigma = math.sqrt(2.0 / d + (n - 2) / d**2)
+    sigma_i = math.sqrt((n - 1) / d**2)
+    h = 16.0 / (grid - 1)
+    total = 0.0
+    for t in range(grid):
+        z = -8.0 + t * h
+        weight = (0.5 if t in (0, grid - 1) else 1.0) * h
+        density = math.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+        total += weight * density * _normal_cdf((1.0 + sigma_i * z) / sigma) ** (n - 1)
+    return min(1.0, max(0.0, 1.0 - total))
 
 
 def predicted_cosine(num_pairs: int, dim: int) -> float:

@@ -5,12 +5,13 @@ import math
 import pytest
 import torch
 
+from transformer_math.bugs import plant
 from transformer_math.claims.longcontext.critical_scaling import (
     _half_crossing,
     _self_weights,
     check_critical_scaling,
 )
-from transformer_math.claims.registry import Context, Size, Verdict, all_hold
+from transformer_math.claims.registry import CLAIMS, Context, Size, Verdict, all_hold, run_claim
 from transformer_math.functional.attention import scaled_dot_product_attention
 from transformer_math.functional.critical_scaling import (
     critical_gamma,
@@ -46,13 +47,24 @@ def test_measured_self_weight_is_the_closed_form(gamma):
         simplex_self_weight(n, gamma, rho), rel=1e-10)
 
 
-def test_verdict_refutes_the_seed_whose_divisor_has_no_transition():
+def test_verdict_is_measured_refutation_of_the_seed_divisor():
     ctx = Context(seed=0, size=Size.TINY)
     ev = check_critical_scaling(ctx)
     assert ev.verdict is Verdict.REFUTED and all_hold(ev.margins)
-    seed = check_critical_scaling(ctx, scale_rule="seed-polylog")
-    assert math.isnan(seed.measured["crossing"])  # A_ii never reaches 1/2: collapse for every c
-    assert not all_hold(seed.margins)
+    assert ev.seed_margins and not all_hold(ev.seed_margins)
+    # the seed's multiplier 1/sqrt(f(n)) <= 1: A_ii stays far below 1/2 and falls with n
+    assert ev.measured["seed_max_A_ii_at_n_max"] < 0.05
+    assert ev.measured["seed_best_rise"] < 0
+
+
+def test_falsifier_log_of_the_wrong_length_is_caught():
+    result = run_claim(CLAIMS["longcontext.critical-scaling"], Context(seed=0, size=Size.TINY))
+    assert result.evidence.verdict is Verdict.REFUTED
+    assert result.falsifier_caught is True
+    assert "critical-scaling.log-of-wrong-length" in result.reached
+    with plant("critical-scaling.log-of-wrong-length"):
+        ev = check_critical_scaling(Context(seed=0, size=Size.TINY))
+    assert not ev.measured["identity_above"]  # a fixed multiplier always collapses
 
 
 def test_half_crossing_interpolates_and_is_nan_without_a_crossing():

@@ -17,15 +17,13 @@ import torch
 from transformer_math.claims.registry import (
     Context,
     Evidence,
-    Falsifier,
     Figure,
     Series,
     Size,
-    agreement,
-    all_hold,
     at_least,
     at_most,
     claim,
+    decide,
 )
 from transformer_math.functional.linear_attention import (
     draw_random_projection,
@@ -52,7 +50,6 @@ def _sweep(
     ms: list[int],
     redraws: int,
     g: torch.Generator,
-    norm_correction: bool,
     progress: Callable[[float], None],
 ) -> _Sweep:
     """Estimate exp(beta q.k) with ``redraws`` fresh iid projections per (beta, m)."""
@@ -70,10 +67,7 @@ def _sweep(
             rel = []
             for _ in range(redraws):
                 w = draw_random_projection(d, m, generator=g, orthogonal=False, dtype=F64)
-                est = (
-                    positive_random_features(qs, w, norm_correction=norm_correction)
-                    * positive_random_features(ks, w, norm_correction=norm_correction)
-                ).sum(-1)
+                est = (positive_random_features(qs, w) * positive_random_features(ks, w)).sum(-1)
                 rel.append(est / exact - 1.0)
             rel_t = torch.stack(rel)  # (redraws, pairs)
             measured[beta].append(float(rel_t.pow(2).mean().sqrt()))
@@ -112,7 +106,7 @@ def _error_figure(sweep: _Sweep, betas: list[float], ms: list[int]) -> Figure:
 
 
 def _notes(pairs: int, d: int, redraws: int, m_max: int, bias_tol: float,
-           sharper: bool, features_for_10pct: dict[str, int], norm_correction: bool) -> list[str]:
+           sharper: bool, features_for_10pct: dict[str, int]) -> list[str]:
     return [
         f"{pairs} unit-norm (q, k) pairs in d={d}, kernel exp(beta q.k), {redraws} "
         "independent redraws of an iid Gaussian projection per m.",
@@ -128,7 +122,9 @@ def _notes(pairs: int, d: int, redraws: int, m_max: int, bias_tol: float,
         "redraws at size tiny to steady the slope and formula ratio.",
         f"Sharper kernels need more features: at every m the error grows with beta "
         f"({sharper}); features for 10% RMS error: {features_for_10pct}.",
-        f"norm_correction = {norm_correction}.",
+        "Version 2 (issue 14): the falsifier is the planted bug "
+        "linear-attention.favor-no-norm-correction in functional.linear_attention (was a "
+        "keyword of the check); the check and its thresholds are unchanged.",
     ]
 
 
@@ -139,13 +135,12 @@ def _notes(pairs: int, d: int, redraws: int, m_max: int, bias_tol: float,
     statement="""Positive random features phi(x) = exp(w^T x - |x|^2/2)/sqrt(m) estimate the
     softmax kernel exp(q.k) without bias, with relative RMS error sqrt((exp|q+k|^2 - 1)/m) ~
     m^(-1/2); sharper (lower-temperature) kernels need more features.""",
-    falsifier=Falsifier(
-        "no norm correction",
-        {"norm_correction": False},
-        "phi(x) = exp(w^T x)/sqrt(m): biased by exp((|q|^2 + |k|^2)/2), error stops shrinking",
-    ),
+    falsifier="linear-attention.favor-no-norm-correction",
+    expected="verified",
+    version=2,
+    seed_refs=[("000", 476, 482), ("000", 528, 528)],
 )
-def check_random_features(ctx: Context, norm_correction: bool = True) -> Evidence:
+def check_random_features(ctx: Context) -> Evidence:
     d, pairs = 16, 64
     tiny = ctx.size is Size.TINY
     ms = [16, 64, 256, 1024] if tiny else [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
@@ -156,7 +151,7 @@ def check_random_features(ctx: Context, norm_correction: bool = True) -> Evidenc
     k = torch.randn(pairs, d, generator=g, dtype=F64)
     q = q / q.norm(dim=-1, keepdim=True)
     k = k / k.norm(dim=-1, keepdim=True)
-    sweep = _sweep(q, k, betas, ms, redraws, g, norm_correction, ctx.report_progress)
+    sweep = _sweep(q, k, betas, ms, redraws, g, ctx.report_progress)
     slopes = {b: _log_log_slope(ms, sweep.measured[b]) for b in betas}
     ratio = {
         b: max(abs(mv / pv - 1.0)
@@ -189,10 +184,10 @@ def check_random_features(ctx: Context, norm_correction: bool = True) -> Evidenc
             "max_rel_dev_from_formula": {str(b): round(r, 4) for b, r in ratio.items()},
         },
         tolerance={"slope": 0.1, "bias": bias_tol, "rms_vs_formula": 0.25},
-        verdict=agreement(all_hold(margins)),
+        verdict=decide(margins),
         margins=margins,
         notes=_notes(pairs, d, redraws, ms[-1], bias_tol, sharper_ratio > 1.0,
-                     features_for_10pct, norm_correction),
+                     features_for_10pct),
         figures=[_error_figure(sweep, betas, ms)],
         details={
             "m": ms,

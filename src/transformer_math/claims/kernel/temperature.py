@@ -15,13 +15,11 @@ import torch
 from transformer_math.claims.registry import (
     Context,
     Evidence,
-    Falsifier,
     Figure,
     Series,
-    agreement,
-    all_hold,
     at_most,
     claim,
+    decide,
 )
 from transformer_math.diagnostics.attention_stats import mean_attention_entropy
 from transformer_math.functional.attention import scaled_dot_product_attention
@@ -40,7 +38,7 @@ def _entropy_figure(betas: list[float], entropies: list[float], n: int) -> Figur
     )
 
 
-def _notes(beta_role: str) -> list[str]:
+def _notes() -> list[str]:
     return [
         "Both limits are checked against explicit bounds derived from the softmax, not a "
         "hand-picked tolerance: at beta the arg-max weight is >= 1 - (n-1) exp(-beta gap), "
@@ -50,7 +48,9 @@ def _notes(beta_role: str) -> list[str]:
         "varies by 1e-6 between seeds, so it cannot carry a margin against 1e-12); the "
         "beta = 1e3 limit is max(error - bound) (both underflow to 0 for separated rows); "
         "the beta = 1e-3 limit is max(error / bound) <= 1.",
-        f"beta_role = {beta_role}.",
+        "Version 2 (issue 14): the falsifier is the planted bug attention.scale-as-temperature "
+        "(the attention function divides the logits by an explicit scale), not a variant of "
+        "the claim; the check is unchanged.",
     ]
 
 
@@ -60,13 +60,12 @@ def _notes(beta_role: str) -> list[str]:
     statement="""The inverse temperature beta is an inverse bandwidth: beta -> inf gives the
     value of the arg-max key (nearest neighbour), beta -> 0 the mean of V, and the attention
     entropy falls monotonically as beta grows (dH/dbeta = -beta Var_a(s) <= 0).""",
-    falsifier=Falsifier(
-        "beta used as a bandwidth",
-        {"beta_role": "bandwidth"},
-        "logits divided by beta instead of multiplied (temperature and bandwidth confused)",
-    ),
+    falsifier="attention.scale-as-temperature",
+    expected="verified",
+    version=2,
+    seed_refs=[("000", 454, 454), ("000", 404, 404), ("000", 532, 532)],
 )
-def check_temperature_bandwidth(ctx: Context, beta_role: str = "inverse-bandwidth") -> Evidence:
+def check_temperature_bandwidth(ctx: Context) -> Evidence:
     n, d, d_v, t = 16, 8, 4, 8
     g = ctx.generator(2)
     q = torch.randn(1, 1, t, d, generator=g, dtype=F64)
@@ -76,8 +75,7 @@ def check_temperature_bandwidth(ctx: Context, beta_role: str = "inverse-bandwidt
     betas = [10.0**e for e in torch.linspace(-3, 3, 25).tolist()]
 
     def attend(beta: float) -> tuple[torch.Tensor, torch.Tensor]:
-        scale = beta if beta_role == "inverse-bandwidth" else 1.0 / beta
-        out = scaled_dot_product_attention(q, k, v, scale=scale, return_weights=True)
+        out = scaled_dot_product_attention(q, k, v, scale=beta, return_weights=True)
         assert out.weights is not None
         return out.output[0, 0], out.weights
 
@@ -124,9 +122,9 @@ def check_temperature_bandwidth(ctx: Context, beta_role: str = "inverse-bandwidt
             "beta_1e-3": "(exp(beta R) - 1) max|v| per query",
             "monotone": 1e-12,
         },
-        verdict=agreement(all_hold(margins)),
+        verdict=decide(margins),
         margins=margins,
-        notes=_notes(beta_role),
+        notes=_notes(),
         figures=[fig],
         details={"min_gap": float(gap.min()), "bound_hi_max": float(bound_hi.max())},
     )

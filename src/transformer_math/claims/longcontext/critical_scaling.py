@@ -3,7 +3,9 @@
 ``longcontext.critical-scaling``: unit tokens of pairwise cosine rho (the simplex configuration of
 ``functional.critical_scaling``) attended with logits gamma log(n) <y_i, y_j> by the project's
 reference attention; the self-weight A_ii collapses as n grows for gamma < gamma_c = 1/(1-rho)
-and tends to 1 for gamma > gamma_c. The third seed's f(T) divisor is refuted.
+and tends to 1 for gamma > gamma_c. The third seed's f(T) divisor is refuted: the same
+measurement, at the seed's logit multiplier 1/sqrt(f(n)), collapses for every c (there is no
+critical c).
 """
 
 from __future__ import annotations
@@ -16,21 +18,21 @@ import torch
 from transformer_math.claims.registry import (
     Context,
     Evidence,
-    Falsifier,
     Figure,
+    Refutation,
     Series,
     Size,
-    agreement,
-    all_hold,
     at_least,
     at_most,
     claim,
     close_to,
+    decide,
 )
 from transformer_math.functional.attention import scaled_dot_product_attention
 from transformer_math.functional.critical_scaling import (
     critical_gamma,
     log_length_scale_fn,
+    seed_loglog_scale_fn,
     seed_polylog_scale_fn,
     simplex_self_weight,
     simplex_tokens,
@@ -48,10 +50,10 @@ def _self_weights(n: int, rho: float, scale_of_n: float) -> float:
 
 
 def _self_weight_figure(table: dict[float, list[float]], gammas: list[float], ns: list[int],
-                        rho: float, gamma_c: float, scale_rule: str) -> Figure:
+                        rho: float, gamma_c: float) -> Figure:
     return Figure(
         title=f"Self-weight A_ii vs gamma (rho = {rho}, logits gamma log(n) <y_i, y_j>)",
-        xlabel="gamma" if scale_rule == "gamma-log-n" else "c (seed's f(T))",
+        xlabel="gamma",
         ylabel="A_ii (mean diagonal attention weight)",
         series=[
             Series(f"n = {n}", gammas, [table[g][i] for g in gammas], style="o-")
@@ -70,14 +72,13 @@ def _half_crossing(gammas: list[float], self_weights: list[float]) -> float:
     return float("nan")
 
 
-def _notes(rho: float, ns: list[int], scale_rule: str, finite_n: float,
-           max_dev: float) -> list[str]:
+def _notes(rho: float, ns: list[int], finite_n: float, max_dev: float) -> list[str]:
     n_max = ns[-1]
     seed_multiplier = {n: seed_polylog_scale_fn(1.0)(1, n) for n in (4096, 32768, 65536)}
     return [
         f"Tokens: {n_max} unit vectors with pairwise cosine {rho} (simplex configuration), "
         "attention computed by the project's reference backend; A_ii measured for n in "
-        f"{ns} and 11 values of gamma in [0.5, 1.5] gamma_c; scale rule = {scale_rule}.",
+        f"{ns} and 11 values of gamma in [0.5, 1.5] gamma_c.",
         f"Crossing of A_ii = 1/2 at n = {n_max}; at finite n it sits at "
         f"log(n-1)/((1-rho) log n) = {finite_n:.4f}, within 5% of gamma_c for n >= 16 "
         "(tolerance), and moves to gamma_c as n grows.",
@@ -85,13 +86,18 @@ def _notes(rho: float, ns: list[int], scale_rule: str, finite_n: float,
         "do not move between seeds.",
         f"Measured A_ii agrees with the closed form 1/(1 + (n-1) n^(-gamma(1-rho))) to "
         f"{max_dev:.2e} (independent check of the implementation).",
-        "Refuted (004 ch. 11): softmax(QK^T / sqrt(d_k f(T))) with f(T) = 1 + c loglog T or "
-        "1 + c (log T)^1.5 DIVIDES the logits by a growing factor, so the multiplier falls "
-        f"with T (c = 1: {seed_multiplier}) and attention collapses for every c: there is no "
-        "critical c, the opposite of the paper's beta_n = gamma log n, which grows.",
+        "Refuted (004 ch. 11), measured: softmax(QK^T / sqrt(d_k f(T))) with f(T) = 1 + c "
+        "loglog T or 1 + c (log T)^1.5 DIVIDES the logits by a growing factor, so the "
+        f"multiplier falls with T (c = 1: {seed_multiplier}); the same A_ii measurement at "
+        "the seed's multiplier (d_k = 1 for unit tokens), for c in {0, 0.25, ..., 4} and both "
+        "forms, falls with n for every c and never reaches 1/2: no critical c (seed_margins), "
+        "the opposite of the paper's beta_n = gamma log n, which grows.",
         "Unsupported (004 ch. 11): the Llama-2 7B perplexity table (5.47 / 6.12 / 7.45 / "
         "9.83 / 13.2) is not in arXiv 2510.05554 (FACTS.md) and cannot be reproduced here.",
     ]
+
+
+SEED_CS = [0.25 * i for i in range(17)]  # c in [0, 4]: the seed's constant, swept like gamma
 
 
 @claim(
@@ -102,13 +108,31 @@ def _notes(rho: float, ns: list[int], scale_rule: str, finite_n: float,
     1 (identity) for gamma > gamma_c; the transition sits at gamma_c. The third seed's
     f(T) = 1 + c loglog T / 1 + c (log T)^1.5 divisor has no transition (it collapses for every
     c) and its Llama-2 perplexity table is not from the paper: refuted / unsupported.""",
-    falsifier=Falsifier(
-        "seed's polylog divisor",
-        {"scale_rule": "seed-polylog"},
-        "logits divided by sqrt(d_k (1 + c (log n)^1.5)) with c swept like gamma (004 ch. 11)",
-    ),
+    falsifier="critical-scaling.log-of-wrong-length",
+    expected="refuted",
+    version=2,
+    seed_refs=[("004", 658, 680), ("004", 744, 753)],
+    refutes=[Refutation(
+        seed="004", line=662,
+        says="softmax(QK^T / sqrt(d_k f(T))) with f(T) = 1 + c loglog T or 1 + c (log T)^1.5 is "
+        "the critical scaling: logits neither collapse nor diverge at long context",
+        correct="the critical multiplier grows, beta_n = gamma log n with gamma_c = 1/(1 - rho) "
+        "(Chen et al. 2025); dividing by sqrt(f(T)) shrinks the multiplier and collapses "
+        "attention for every c")],
 )
-def check_critical_scaling(ctx: Context, scale_rule: str = "gamma-log-n") -> Evidence:
+def check_critical_scaling(ctx: Context) -> Evidence:
+    """Margins on A_ii measured with the project's attention (simplex tokens, rho = 1/2).
+
+    Correct statement (margins): the crossing of A_ii(n_max) = 1/2 in gamma is within 5% of
+    gamma_c; A_ii falls with n for every gamma < 0.85 gamma_c and rises for every
+    gamma > 1.15 gamma_c. Seed's statement (seed_margins, 004:662-674), the same measurement at
+    the seed's multiplier 1/sqrt(f(n)) for c in [0, 4] and both of its forms: some c keeps A_ii
+    from falling with n (no collapse), and A_ii crosses 1/2 at some c (a critical c).
+
+    Version 2 (issue 14): the refutation is measured (was ``refutes_seed=True``, a literal);
+    the falsifier is the planted bug critical-scaling.log-of-wrong-length in
+    ``functional.critical_scaling`` (was the seed's rule run through the same margins).
+    """
     rho = 0.5
     gamma_c = critical_gamma(rho)
     tiny = ctx.size is Size.TINY
@@ -117,16 +141,19 @@ def check_critical_scaling(ctx: Context, scale_rule: str = "gamma-log-n") -> Evi
     n_max = ns[-1]
     head_dim = n_max + 1
 
-    def scale(param: float, n: int) -> float:
-        if scale_rule == "gamma-log-n":  # normalised tokens: beta_n = gamma log n
-            return log_length_scale_fn(param, divide_by_sqrt_head_dim=False)(head_dim, n)
-        # seed: logits / sqrt(d_k f(T)); tokens are unit vectors, so d_k = 1 in its units
-        return seed_polylog_scale_fn(param)(1, n)
+    def paper_scale(gamma: float, n: int) -> float:  # normalised tokens: beta_n = gamma log n
+        return log_length_scale_fn(gamma, divide_by_sqrt_head_dim=False)(head_dim, n)
 
     table: dict[float, list[float]] = {}
     for gi, gamma in enumerate(gammas):
-        table[gamma] = [_self_weights(n, rho, scale(gamma, n)) for n in ns]
-        ctx.report_progress((gi + 1) / len(gammas))
+        table[gamma] = [_self_weights(n, rho, paper_scale(gamma, n)) for n in ns]
+        ctx.report_progress((gi + 1) / (len(gammas) + 1))
+    # the seed's rule, same measurement: logits / sqrt(d_k f(n)), d_k = 1 for unit tokens
+    seed_rules = {"1 + c loglog T": seed_loglog_scale_fn,
+                  "1 + c (log T)^1.5": seed_polylog_scale_fn}
+    seed_table = {(form, c): [_self_weights(n, rho, rule(c)(1, n)) for n in ns]
+                  for form, rule in seed_rules.items() for c in SEED_CS}
+    ctx.report_progress(1.0)
     # transition: gamma where A_ii(n_max) crosses 1/2 (linear interpolation)
     crossing = _half_crossing(gammas, [table[g][-1] for g in gammas])
     finite_n = math.log(n_max - 1) / ((1 - rho) * math.log(n_max))  # A_ii = 1/2 exactly here
@@ -136,27 +163,43 @@ def check_critical_scaling(ctx: Context, scale_rule: str = "gamma-log-n") -> Evi
     # above it (must be > 0: identity); every condition is one margin for the worst row
     rise_below = max(b - a for row in below for a, b in itertools.pairwise(row))
     rise_above = min(b - a for row in above for a, b in itertools.pairwise(row))
-    collapse, identity = rise_below < 0, rise_above > 0
     margins = [
         close_to("crossing of A_ii = 1/2 vs gamma_c", crossing, gamma_c, rel=0.05),
         at_most("max increase of A_ii with n for gamma < 0.85 gamma_c", rise_below, 0.0),
         at_least("min increase of A_ii with n for gamma > 1.15 gamma_c", rise_above, 0.0),
     ]
+    # seed: "neither collapses nor diverges" for f = O(polylog T): some c whose A_ii does not
+    # fall with n, and a critical c where A_ii(n_max) crosses 1/2
+    seed_best_rise = max(row[-1] - row[0] for row in seed_table.values())
+    seed_crossings = {form: _half_crossing(SEED_CS, [seed_table[(form, c)][-1] for c in SEED_CS])
+                      for form in seed_rules}
+    seed_crossing_found = float(sum(1 for v in seed_crossings.values() if math.isfinite(v)))
+    seed_margins = [
+        at_least("seed: max over c of A_ii(n_max) - A_ii(n_min) (no collapse for some c)",
+                 seed_best_rise, 0.0),
+        at_least("seed: forms whose A_ii crosses 1/2 at some c in [0, 4] (a critical c)",
+                 seed_crossing_found, 1.0),
+    ]
     # closed-form comparison at every (gamma, n): 1 / (1 + (n-1) n^{-gamma (1-rho)})
     closed = {g: [simplex_self_weight(n, g, rho) for n in ns] for g in gammas}
     max_dev = max(abs(a - b) for g in gammas for a, b in zip(table[g], closed[g], strict=True))
-    fig = _self_weight_figure(table, gammas, ns, rho, gamma_c, scale_rule)
+    fig = _self_weight_figure(table, gammas, ns, rho, gamma_c)
     return Evidence(
         predicted={"gamma_c": gamma_c, "finite_n_crossing": finite_n},
         measured={
             "crossing": crossing,
-            "collapse_below": collapse,
-            "identity_above": identity,
+            "collapse_below": rise_below < 0,
+            "identity_above": rise_above > 0,
+            "seed_max_A_ii_at_n_max": max(row[-1] for row in seed_table.values()),
+            "seed_best_rise": seed_best_rise,
         },
         tolerance={"gamma_c": "5% relative"},
-        verdict=agreement(all_hold(margins), refutes_seed=True),
+        verdict=decide(margins, seed_margins),
         margins=margins,
-        notes=_notes(rho, ns, scale_rule, finite_n, max_dev),
+        seed_margins=seed_margins,
+        notes=_notes(rho, ns, finite_n, max_dev),
         figures=[fig],
-        details={"self_weight": {f"{g:.4f}": v for g, v in table.items()}, "n": ns},
+        details={"self_weight": {f"{g:.4f}": v for g, v in table.items()}, "n": ns,
+                 "seed_self_weight": {f"{form}, c={c}": v
+                                      for (form, c), v in seed_table.items()}},
     )

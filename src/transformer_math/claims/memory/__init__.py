@@ -1,4 +1,5 @@
 """Claims of 003 (concept page, associative-memory view): outer-product memory crosstalk.
 
-Module: ``crosstalk`` (crosstalk (N-1)/d of W = sum v_i k_i^T; a gated MLP memory of equal size).
+Module: ``crosstalk`` (crosstalk (N-1)/d of W = sum v_i k_i^T; the "interference equals signal"
+threshold N = d + 1 against nearest-value retrieval; the gated-MLP half retired in issue 14).
 """
