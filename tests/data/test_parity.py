@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from transformer_math.bugs import plant
 from transformer_math.data.parity import (
     BIT0,
     BOS,
@@ -53,3 +54,12 @@ def test_mixed_lengths_are_right_padded():
     seqs = parity_sequences([random_bits(1, 2, g)[0], random_bits(1, 5, g)[0]], "running_parity")
     assert seqs.tokens.shape == (2, 11)
     assert not seqs.generated[0, 5:].any()
+
+
+def test_planted_exclusive_running_parity_drops_the_last_bit():
+    bits = torch.tensor([[1, 0, 1, 1], [0, 0, 0, 1]])
+    assert running_parity(bits).tolist() == [[1, 1, 0, 1], [0, 0, 0, 1]]
+    assert parity(bits).tolist() == [1, 1]
+    with plant("data.parity-running-exclusive"):
+        assert running_parity(bits).tolist() == [[0, 1, 1, 0], [0, 0, 0, 0]]
+        assert parity(bits).tolist() == [0, 0]

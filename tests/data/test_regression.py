@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from transformer_math.bugs import plant
 from transformer_math.data.regression import interleave_regression_tokens, sample_regression
 
 
@@ -32,3 +33,13 @@ def test_interleaved_tokens() -> None:
     assert torch.equal(tokens[:, 1::2, 1:], torch.zeros(2, 3, 2))
     with pytest.raises(ValueError, match="expected"):
         interleave_regression_tokens(x, y[:, :2])
+
+
+def test_planted_label_before_input_swaps_the_tokens() -> None:
+    x = torch.arange(6.0).view(1, 3, 2)
+    y = torch.tensor([[10.0, 20.0, 30.0]])
+    good = interleave_regression_tokens(x, y)
+    assert good[0, 0].tolist() == [0.0, 0.0, 1.0] and good[0, 1].tolist() == [10.0, 0.0, 0.0]
+    with plant("data.regression-label-before-input"):
+        bad = interleave_regression_tokens(x, y)
+    assert torch.equal(bad[:, 0::2], good[:, 1::2]) and torch.equal(bad[:, 1::2], good[:, 0::2])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from transformer_math.bugs import plant
 from transformer_math.data.parity import parity
 from transformer_math.diagnostics.fits import fit_power_law
 from transformer_math.diagnostics.sensitivity import (
@@ -34,13 +35,16 @@ def test_bounded_layer_sensitivity_decays_like_one_over_n_and_respects_the_bound
     assert all(s <= layer.hahn_bound(n + 1) for s, n in zip(sens, ns, strict=True))
 
 
-def test_unnormalised_attention_does_not_decay():
+def test_planted_unnormalised_attention_does_not_decay():
     layer = BoundedAttentionLayer(8, torch.Generator().manual_seed(0))
-    a = single_flip_sensitivity(layer, 16, 16, torch.Generator().manual_seed(1), "none")
-    b = single_flip_sensitivity(layer, 256, 16, torch.Generator().manual_seed(1), "none")
+
+    def sens(n: int) -> float:
+        return single_flip_sensitivity(layer, n, 16, torch.Generator().manual_seed(1))
+
+    assert sens(256) < 0.25 * sens(16)  # the correct layer: ~1/n (16x fewer at 16x the length)
+    with plant("computation.attention-unnormalised"):
+        a, b = sens(16), sens(256)
     assert b == pytest.approx(a, rel=0.5)
-    with pytest.raises(ValueError, match="attention_normalisation"):
-        layer.output(torch.zeros(1, 3, dtype=torch.long), "sparsemax")
 
 
 def test_boolean_sensitivity_of_parity_and_majority():

@@ -51,3 +51,28 @@ def test_patterns_are_softmax_of_the_rotated_queries_and_keys() -> None:
     scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
     scores = scores.masked_fill(torch.ones(8, 8, dtype=torch.bool).triu(1), float("-inf"))
     assert torch.allclose(cache["layers.0.attn.hook_pattern"], scores.softmax(-1), atol=1e-6)
+
+
+def test_hand_built_circuit_and_the_planted_previous_token_mask() -> None:
+    from transformer_math.bugs import plant
+    from transformer_math.diagnostics.icl_scores import induction_score, previous_token_score
+    from transformer_math.experiments.induction_heads import (
+        hand_built_induction_model,
+        loss_and_patterns,
+    )
+    from transformer_math.functional.masks import causal_mask
+
+    g = torch.Generator().manual_seed(0)
+    first = torch.rand(8, 10, generator=g).argsort(-1)[:, :5]
+    tokens = torch.cat([first, first], dim=1)
+    model = hand_built_induction_model(10, 10)
+    with torch.no_grad():
+        _, w = loss_and_patterns(model, tokens)
+        assert float(previous_token_score(w[0]).max()) > 0.999
+        assert float(induction_score(w[1], 5).max()) > 0.999
+        assert torch.equal(model(tokens)[:, 5:9].argmax(-1), tokens[:, 6:])
+        with plant("attention.causal-blocks-previous"):
+            assert not bool(causal_mask(4)[3, 2]) and bool(causal_mask(4)[3, 1])
+            _, w_bug = loss_and_patterns(model, tokens)
+        assert float(previous_token_score(w_bug[0]).max()) < 1e-6
+    assert torch.equal(causal_mask(3), torch.tril(torch.ones(3, 3, dtype=torch.bool)))

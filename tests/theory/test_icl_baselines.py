@@ -6,9 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from transformer_math.bugs import plant
 from transformer_math.data.regression import make_task_pool, sample_regression
 from transformer_math.theory.icl_baselines import (
     averaging_predict,
+    bayes_ridge_lambda,
     bayes_risk_given_inputs,
     dmmse_posterior,
     dmmse_predict,
@@ -98,3 +100,22 @@ def test_bayes_risk_is_ridge_at_the_posterior_ratio_and_a_lower_bound() -> None:
     assert torch.allclose(zero, tau2 * (xq**2).sum(-1) + noise_var)  # predict 0: E y_q^2
     with pytest.raises(ValueError, match="coefficients"):
         linear_risk_given_inputs(x, xq, torch.zeros(50, 5), tau2, noise_var)
+
+
+def test_planted_line_search_eta_is_n_times_too_small() -> None:
+    batch = sample_regression(256, 9, 3, generator=_gen(11), dtype=torch.float64)
+    x, y, xq, yq = batch.split_query()
+    eta = line_search_gd_eta(x, y, xq, yq)
+    s = averaging_predict(x, y, xq)
+    assert float(((eta * s - yq) ** 2).mean()) <= float(((1.01 * eta * s - yq) ** 2).mean())
+    with plant("icl.line-search-eta-per-pair"):
+        assert line_search_gd_eta(x, y, xq, yq) == pytest.approx(eta / 8)
+
+
+def test_planted_ridge_lambda_inverted() -> None:
+    assert bayes_ridge_lambda(0.25, 1.0) == 0.25  # sigma^2 / tau^2
+    assert bayes_ridge_lambda(0.5, 2.0) == 0.25
+    with plant("icl.ridge-lambda-inverted"):
+        assert bayes_ridge_lambda(0.25, 1.0) == 4.0
+    with pytest.raises(ValueError):
+        bayes_ridge_lambda(0.0, 1.0)

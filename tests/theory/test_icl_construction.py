@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from transformer_math.bugs import plant
 from transformer_math.nn.linear_self_attention import LinearSelfAttention, regression_tokens
 from transformer_math.theory.icl_construction import (
     ahn_gamma,
@@ -23,13 +24,9 @@ def _gen(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
-def _construct_model(dim: int, eta: float, n: int, layers: int, sign: float = -1.0
-                     ) -> LinearSelfAttention:
+def _construct_model(dim: int, eta: float, n: int, layers: int) -> LinearSelfAttention:
     model = LinearSelfAttention(dim + 1, layers, generator=_gen(0), dtype=torch.float64)
-    if sign == -1.0:
-        weights = stacked_gd_weights(dim, eta, n, layers)
-    else:
-        weights = [one_step_gd_weights(dim, eta, n, value_label_sign=sign)] * layers
+    weights = stacked_gd_weights(dim, eta, n, layers)
     for layer, w in zip(model.layers, weights, strict=True):
         layer.load_weights(*w.as_tuple())
     return model
@@ -64,13 +61,35 @@ def test_stacked_layers_equal_gd_steps(layers: int) -> None:
     assert torch.max(torch.abs(pred - (xq * w_l).sum(-1))) < 1e-10
 
 
-def test_dropping_the_minus_one_breaks_the_construction() -> None:
+def test_planted_value_sign_breaks_the_construction() -> None:
     x, y, xq = _problem(5, 8, 6, 3)
-    with torch.no_grad():
-        pred = _construct_model(3, 0.5, 6, 1, sign=+1.0).predict(regression_tokens(x, y, xq))
     expected = (xq * gd_iterates(x, y, 0.5, 1)[1]).sum(-1)
+    with torch.no_grad():
+        right = _construct_model(3, 0.5, 6, 1).predict(regression_tokens(x, y, xq))
+        with plant("icl.gd-value-sign"):
+            assert one_step_gd_weights(3, 0.5, 6).value[3, 3] == 1.0
+            pred = _construct_model(3, 0.5, 6, 1).predict(regression_tokens(x, y, xq))
+    assert torch.max(torch.abs(right - expected)) < 1e-12
     assert torch.max(torch.abs(pred - expected)) > 1e-3
     assert torch.allclose(pred, -expected)
+
+
+def test_planted_newton_schulz_scale_diverges() -> None:
+    q, _ = torch.linalg.qr(torch.randn(6, 6, generator=_gen(3), dtype=torch.float64))
+    m = q @ torch.diag(torch.logspace(0, 1.5, 6, dtype=torch.float64)) @ q.T
+    eye = torch.eye(6, dtype=torch.float64)
+    assert torch.linalg.matrix_norm(eye - m @ newton_schulz_inverse(m, 0)[0], ord=2) < 1
+    with plant("icl.newton-schulz-scale"):
+        a0 = newton_schulz_inverse(m, 0)[0]
+    assert torch.linalg.matrix_norm(eye - m @ a0, ord=2) > 1
+
+
+def test_planted_gamma_is_sigma() -> None:
+    sigma = torch.diag(torch.tensor([0.5, 2.0], dtype=torch.float64))
+    gamma = ahn_gamma(sigma, 4)
+    assert torch.allclose(gamma, 1.25 * sigma + 0.625 * torch.eye(2, dtype=torch.float64))
+    with plant("icl.ahn-gamma-is-sigma"):
+        assert torch.equal(ahn_gamma(sigma, 4), sigma)
 
 
 def test_neumann_worked_example_ols_limit_and_bound() -> None:

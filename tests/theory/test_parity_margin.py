@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from transformer_math.bugs import plant
 from transformer_math.data.parity import parity
 from transformer_math.theory.parity_margin import ParityMarginConstruction, exhaustive_bits
 
@@ -39,3 +40,14 @@ def test_parity_margin_validation():
     with pytest.raises(ValueError, match=r"shape \(batch, 3\)"):
         ParityMarginConstruction(3).score(torch.zeros(2, 4, dtype=torch.long))
     assert exhaustive_bits(3).shape == (8, 3)
+
+
+def test_planted_position_off_by_one_loses_the_margin():
+    bits = exhaustive_bits(6)
+    net = ParityMarginConstruction(6)
+    assert torch.allclose(net.score(bits).abs(), torch.full((64,), 1 / 7, dtype=torch.float64))
+    assert torch.equal(net.predict(bits), parity(bits))
+    with plant("computation.parity-position-off-by-one"):
+        scores = net.score(bits)
+        assert not torch.allclose(scores.abs(), torch.full((64,), 1 / 7, dtype=torch.float64))
+        assert not torch.equal(net.predict(bits), parity(bits))

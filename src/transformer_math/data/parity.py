@@ -21,6 +21,15 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from transformer_math.bugs import declare_bug, planted
+
+RUNNING_PARITY_EXCLUSIVE = declare_bug(
+    "data.parity-running-exclusive",
+    "running parities computed as an exclusive prefix sum, p_i = b_1 xor ... xor b_{i-1} (off "
+    "by one), so PARITY (the last running parity) ignores the last bit",
+    module=__name__,
+    seen_in="exclusive vs inclusive scan is a classic off-by-one (cumsum minus the element)")
+
 BOS, SEP, BIT0, BIT1, PAR0, PAR1, PAD = range(7)
 PARITY_VOCAB = ("BOS", "SEP", "BIT0", "BIT1", "PAR0", "PAR1", "PAD")
 SCRATCHPADS = ("none", "running_parity", "copy")
@@ -42,15 +51,20 @@ def _check_bits(bits: Tensor) -> None:
 
 
 def parity(bits: Tensor) -> Tensor:
-    """PARITY of each row: (sum_i b_i) mod 2, shape (batch,)."""
+    """PARITY of each row: (sum_i b_i) mod 2 = p_n, the last running parity, shape (batch,)."""
     _check_bits(bits)
-    return bits.sum(dim=-1) % 2
+    if bits.shape[-1] == 0:  # the empty string has even parity
+        return torch.zeros(bits.shape[:-1], dtype=bits.dtype)
+    return running_parity(bits)[..., -1]
 
 
 def running_parity(bits: Tensor) -> Tensor:
-    """Prefix parities p_i = (b_1 + ... + b_i) mod 2, shape (batch, length)."""
+    """Prefix parities p_i = (b_1 + ... + b_i) mod 2 (an inclusive scan), shape (batch, length)."""
     _check_bits(bits)
-    return torch.cumsum(bits, dim=-1) % 2
+    prefix = torch.cumsum(bits, dim=-1)
+    if planted(RUNNING_PARITY_EXCLUSIVE):  # planted bug: falsifier of computation.circuit-...
+        prefix = prefix - bits  # exclusive scan: p_i misses b_i
+    return prefix % 2
 
 
 def flip_bit(bits: Tensor, position: int) -> Tensor:

@@ -14,6 +14,15 @@ from typing import Literal
 import torch
 from torch import Tensor
 
+from transformer_math.bugs import declare_bug, planted
+
+LABEL_BEFORE_INPUT = declare_bug(
+    "data.regression-label-before-input",
+    "the interleaved prompt puts y_i BEFORE x_i (positions 2i and 2i + 1 swapped), so a causal "
+    "model read at the x_i token sees its own target y_i: the prediction leaks the label",
+    module=__name__,
+    seen_in="an off-by-one in the prompt layout of Garg et al. 2022 style in-context regression")
+
 XDistribution = Literal["gaussian", "uniform"]
 
 
@@ -107,4 +116,6 @@ def interleave_regression_tokens(x: Tensor, y: Tensor) -> Tensor:
     zeros = x.new_zeros(b, k, 1)
     x_tokens = torch.cat([zeros, x], dim=-1)  # (B, K, 1+D)
     y_tokens = torch.cat([y.unsqueeze(-1), x.new_zeros(b, k, d)], dim=-1)  # (B, K, 1+D)
+    if planted(LABEL_BEFORE_INPUT):  # planted bug: falsifier of icl.regression-prompt-causal
+        return torch.stack([y_tokens, x_tokens], dim=2).reshape(b, 2 * k, 1 + d)
     return torch.stack([x_tokens, y_tokens], dim=2).reshape(b, 2 * k, 1 + d)  # (B, 2K, 1+D)

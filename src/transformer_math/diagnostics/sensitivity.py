@@ -9,10 +9,11 @@ so  |o' - o| <= 4 V e^{2B} / N,  V = max_j |v_j|,
 and after the output projection |W_O (o' - o)| <= ||W_O||_2 * 4 V e^{2B} / N = O(1/N).
 PARITY flips with every bit (sensitivity 1 at every n), so a bounded soft-attention layer cannot
 compute it for all n. The measurement here reads the layer's output at a fixed query (BOS)
-position as a cross-attention row, i.e. exactly the row of self-attention at that position.
+position as a cross-attention row, i.e. exactly the row of self-attention at that position,
+through the project's MultiHeadAttention (``reference`` backend: the project's own softmax).
 
-``attention_normalisation``: ``"softmax"`` (the real layer) or ``"none"`` (weights e^{s_j} without
-dividing by their sum: a deliberately wrong layer whose per-symbol influence does not decay).
+Planted bug ``computation.attention-unnormalised``: the layer's weights e^{s_j} are not divided
+by their sum (softmax without its normaliser), so one symbol's influence does not decay with N.
 """
 
 from __future__ import annotations
@@ -22,11 +23,17 @@ import math
 import torch
 from torch import Tensor
 
+from transformer_math.bugs import declare_bug, planted
 from transformer_math.functional.attention import attention_logits
 from transformer_math.nn.attention import MultiHeadAttention
 from transformer_math.nn.init import no_init_draws
 
-NORMALISATIONS = ("softmax", "none")
+UNNORMALISED = declare_bug(
+    "computation.attention-unnormalised",
+    "the bounded attention layer of the sensitivity probe uses weights e^{s_j} without dividing "
+    "by their sum (softmax without its normaliser): one symbol's influence stays O(1)",
+    module=__name__,
+    seen_in="the 'linear attention without its normaliser' class of the zoo (issue 14)")
 
 
 class BoundedAttentionLayer:
@@ -59,17 +66,13 @@ class BoundedAttentionLayer:
         return self.table[torch.cat([bos, symbols.long()], dim=1)]
 
     @torch.no_grad()
-    def output(self, symbols: Tensor, attention_normalisation: str = "softmax") -> Tensor:
+    def output(self, symbols: Tensor) -> Tensor:
         """The layer's output at the BOS position, shape (B, d)."""
-        if attention_normalisation not in NORMALISATIONS:
-            raise ValueError(
-                f"attention_normalisation must be one of {NORMALISATIONS}, "
-                f"got {attention_normalisation!r}"
-            )
         x = self.embed(symbols)  # (B, N, d), N = n + 1 keys
         query = x[:, :1]
-        if attention_normalisation == "softmax":
+        if not planted(UNNORMALISED):
             return self.attn(query, x)[:, 0]
+        # planted bug: falsifier of computation.hahn-sensitivity
         q, k, v = self.attn.project_qkv(query, x, x)  # (B, 1, 1|N, d)
         weights = attention_logits(q, k, 1.0 / math.sqrt(self.attn.head_dim)).exp()
         merged = (weights @ v)[:, 0]  # (B, 1, d): unnormalised sum
@@ -95,7 +98,6 @@ def single_flip_sensitivity(
     length: int,
     num_samples: int,
     generator: torch.Generator,
-    attention_normalisation: str = "softmax",
 ) -> float:
     """Mean over random strings and a random position of |f(x with one symbol flipped) - f(x)|.
 
@@ -110,8 +112,8 @@ def single_flip_sensitivity(
     flipped = symbols.clone()
     rows = torch.arange(num_samples)
     flipped[rows, where] = 1 - flipped[rows, where]
-    before = layer.output(symbols, attention_normalisation)
-    after = layer.output(flipped, attention_normalisation)
+    before = layer.output(symbols)
+    after = layer.output(flipped)
     return float((after - before).norm(dim=-1).mean())
 
 

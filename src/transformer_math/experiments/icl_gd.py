@@ -10,6 +10,10 @@ exact line search on a separate batch. Metrics on a fixed evaluation batch (000 
 and of GD ((eta/N) X^T y), the L2 distance of those sensitivities, the root-mean-square
 difference of the predictions, both losses, and the learned step eta_model = N tr(A)/d where A
 is the model's preconditioner of sum_i y_i x_i (``LinearSelfAttention.label_preconditioner``).
+The cosine of sensitivities does not depend on eta; the eta-sensitive metric is the relative
+RMS difference of the final model's predictions and GD's with the line-searched eta times a
+factor f (``relative_rms_at_factor``; GD's prediction is linear in eta, so a model that
+implements GD with eta' = c eta has relative difference |c / f - 1| at factor f).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from transformer_math.data.regression import sample_regression
 from transformer_math.nn.init import seeded
 from transformer_math.nn.linear_self_attention import LinearSelfAttention, regression_tokens
 from transformer_math.theory.icl_baselines import gd_predict, line_search_gd_eta
+
+ETA_FACTORS = (0.5, 0.8, 1.0, 1.25, 2.0)  # GD with the line-searched eta times these factors
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,10 @@ class ICLGDResult:
     eta_model: list[float]
     seconds: float
     notes: list[str] = field(default_factory=list)
+    #: RMS of the GD(eta) predictions on the evaluation batch, eta = the line-searched step
+    gd_prediction_scale: float = float("nan")
+    #: final RMS(model - GD(f eta)) / RMS(GD(f eta)) for f in ETA_FACTORS (1.0: the line search)
+    relative_rms_at_factor: dict[float, float] = field(default_factory=dict)
 
     @property
     def final_cosine(self) -> float:
@@ -166,21 +176,28 @@ def run(config: ICLGDConfig, progress: Callable[[float], None] | None = None) ->
     x_ev, y_ev, xq_ev, yq_ev = _sample(config, config.eval_batch, g)
     gd_loss = float(0.5 * ((gd_predict(x_ev, y_ev, xq_ev, eta_gd) - yq_ev) ** 2).mean())
     validation = _sample(config, config.eval_batch, g) if config.restarts > 1 else None
-    best: tuple[float, dict[str, list]] | None = None
+    best: tuple[float, dict[str, list], LinearSelfAttention] | None = None
     val_losses = []
     for restart in range(config.restarts):
         model, curves = _train(config, g, (x_ev, y_ev, xq_ev, yq_ev), eta_gd, progress, restart)
         if validation is None:
-            best = (0.0, curves)
+            best = (0.0, curves, model)
             break
         xv, yv, xqv, yqv = validation
         with torch.no_grad():
             val = float(0.5 * ((model.predict(regression_tokens(xv, yv, xqv)) - yqv) ** 2).mean())
         val_losses.append(val)
         if best is None or val < best[0]:
-            best = (val, curves)
+            best = (val, curves, model)
     assert best is not None
-    c = best[1]
+    c, final_model = best[1], best[2]
+    with torch.no_grad():
+        pred = final_model.predict(regression_tokens(x_ev, y_ev, xq_ev))
+    relative = {}
+    for f in ETA_FACTORS:
+        gd = gd_predict(x_ev, y_ev, xq_ev, f * eta_gd)
+        relative[f] = float(((pred - gd) ** 2).mean().sqrt() / (gd**2).mean().sqrt())
+    gd_scale = float((gd_predict(x_ev, y_ev, xq_ev, eta_gd) ** 2).mean().sqrt())
     notes = [f"validation loss of each restart {[round(v, 4) for v in val_losses]} (best kept)"] \
         if val_losses else []
     return ICLGDResult(
@@ -195,4 +212,6 @@ def run(config: ICLGDConfig, progress: Callable[[float], None] | None = None) ->
         c["eta"],
         time.perf_counter() - start,
         notes,
+        gd_scale,
+        relative,
     )

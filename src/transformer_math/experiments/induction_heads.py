@@ -37,6 +37,66 @@ from transformer_math.nn.transformer import Transformer, build_transformer
 PATTERNS = "layers.{}.attn.hook_pattern"
 
 
+def hand_built_induction_model(vocab_size: int, seq_len: int, *, gain: float = 10.0
+                               ) -> Transformer:
+    """A 2-layer attention-only Transformer (the project's, float64) with hand-set weights that
+    implements the induction circuit of Olsson et al. 2022 (000 §8.3.6 第四个视角), no training.
+
+    Residual coordinates: token one-hot (V), position one-hot (T), two flags [t = 0], [t > 0]
+    (so every position carries exactly three ones: LayerNorm is then the same affine map at every
+    position), a previous-token block (V) and an output block (V). One head per layer, pre-LN with
+    unit gains, no biases, learned absolute positions set to the one-hot code.
+    - Layer 0 (previous-token head): query = position t shifted to t - 1, key = position, so the
+      logit of key t - 1 exceeds every other by ~4 ``gain``; value = the token block, written to
+      the previous-token block. Position t then holds token[t - 1].
+    - Layer 1 (induction head): query = current token, key = previous-token block, so position t
+      attends to the s with token[s - 1] = token[t] (key s = 0, which holds token[0] itself, is
+      pushed down through the flags); value = the token block, written to the output block.
+    - The unembedding reads the output block: the prediction at t is token[s], the token that
+      followed the earlier occurrence of token[t].
+    """
+    if vocab_size < 2 or seq_len < 2:
+        raise ValueError(f"need vocab_size >= 2 and seq_len >= 2, got {vocab_size}, {seq_len}")
+    v, t = vocab_size, seq_len
+    tok, pos, first, later = 0, v, v + t, v + t + 1
+    prev, out = v + t + 2, 2 * v + t + 2
+    d = 3 * v + t + 2
+    config = TransformerConfig(
+        hidden_size=d, num_layers=2, num_heads=1, vocab_size=v, max_seq_len=t,
+        position="learned", sublayers="attention_only", norm="layernorm", norm_placement="pre",
+        final_norm=True, attention_bias=False, head_bias=False, causal=True,
+        attention_backend="reference", init="torch", position_init_std=0.0,
+    )
+    model = build_transformer(config, 0).double()
+    eye_v = torch.eye(v, dtype=torch.float64)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.zero_()
+        for name, param in model.named_parameters():
+            if "norm" in name and name.endswith("weight"):
+                param.fill_(1.0)  # LayerNorm gains 1, biases 0
+        model.embed_tokens.weight[:, tok:tok + v] = eye_v
+        table = model.embed_positions.weight
+        table[:, pos:pos + t] = torch.eye(t, dtype=torch.float64)
+        table[0, first] = 1.0
+        table[1:, later] = 1.0
+        a0, a1 = model.layers[0].attn, model.layers[1].attn
+        for i in range(1, t):  # previous-token head: query t looks for key position t - 1
+            a0.q_proj.weight[pos + i - 1, pos + i] = gain
+        a0.k_proj.weight[pos:pos + t, pos:pos + t] = torch.eye(t, dtype=torch.float64)
+        a0.v_proj.weight[prev:prev + v, tok:tok + v] = eye_v
+        a0.out_proj.weight.copy_(torch.eye(d, dtype=torch.float64))
+        a1.q_proj.weight[prev:prev + v, tok:tok + v] = 4 * gain * eye_v  # match token[t] ...
+        a1.k_proj.weight[prev:prev + v, prev:prev + v] = eye_v  # ... with token[s - 1]
+        a1.q_proj.weight[first, first] = 4 * gain  # constant query on the flags ...
+        a1.q_proj.weight[first, later] = 4 * gain
+        a1.k_proj.weight[first, first] = -1.0  # ... pushes key s = 0 down
+        a1.v_proj.weight[out:out + v, tok:tok + v] = eye_v
+        a1.out_proj.weight.copy_(torch.eye(d, dtype=torch.float64))
+        model.lm_head.weight[:, out:out + v] = eye_v
+    return model.eval()
+
+
 @dataclass(frozen=True)
 class InductionHeadsConfig:
     vocab_size: int = 128

@@ -33,7 +33,12 @@ from transformer_math.data.regression import (
 )
 from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.transformer import Transformer, build_transformer
-from transformer_math.theory.icl_baselines import dmmse_predict, prefix_predictions, ridge_predict
+from transformer_math.theory.icl_baselines import (
+    bayes_ridge_lambda,
+    dmmse_predict,
+    prefix_predictions,
+    ridge_predict,
+)
 
 
 @dataclass(frozen=True)
@@ -206,7 +211,8 @@ def run(
             noise_var=config.noise_var,
         )
         x, y = fresh.x, fresh.y
-        ridge = prefix_predictions(lambda a, b, c: ridge_predict(a, b, c, config.noise_var), x, y)
+        lam = bayes_ridge_lambda(config.noise_var, 1.0)  # pool tasks w ~ N(0, I): tau^2 = 1
+        ridge = prefix_predictions(lambda a, b, c, r=lam: ridge_predict(a, b, c, r), x, y)
         ridge_mse_all.append(float(((ridge - y) ** 2).mean()))
         for m_index, m in enumerate(ms):
             pool, trained, untrained = _train_one(config, m, seed, x, y)

@@ -18,6 +18,17 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from transformer_math.bugs import declare_bug, planted
+
+QUERY_AS_KEY = declare_bug(
+    "icl.lsa-query-as-key",
+    "linear self-attention lets the query token e_q be a key and value too (the mask that keeps "
+    "the query out of the context sum dropped): harmless in the first layer (its label slot is "
+    "0), but from the second layer on -x_q^T w_l leaks into every update",
+    module=__name__,
+    seen_in="von Oswald et al. 2023 exclude the query from the keys with a mask; forgetting it "
+    "is the easy slip when the layer is written as full self-attention")
+
 
 def regression_tokens(x: Tensor, y: Tensor, x_query: Tensor) -> Tensor:
     """Stack context pairs and the query as rows [x_j, y_j] and [x_q, 0]: (B, N + 1, d + 1)."""
@@ -77,6 +88,8 @@ class LinearSelfAttentionLayer(nn.Module):
     def forward(self, tokens: Tensor) -> Tensor:
         """tokens (B, N + 1, D) with the query last; returns the updated tokens, same shape."""
         context = tokens[:, :-1]  # (B, N, D): keys and values come from the context only
+        if planted(QUERY_AS_KEY):  # planted bug: falsifier of icl.neumann-ols
+            context = tokens
         keys = context @ self.key.T  # (B, N, D)   rows (W_K e_i)^T
         queries = tokens @ self.query.T  # (B, N+1, D) rows (W_Q e_j)^T
         values = context @ self.value.T  # (B, N, D)   rows (W_V e_i)^T

@@ -28,6 +28,23 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from transformer_math.bugs import declare_bug, planted
+
+RIDGE_LAMBDA_INVERTED = declare_bug(
+    "icl.ridge-lambda-inverted",
+    "the Bayes ridge parameter taken as tau^2 / sigma^2 instead of sigma^2 / tau^2",
+    module=__name__,
+    seen_in="the ratio is easy to invert: lambda is the noise-to-signal ratio (Raventos et al. "
+    "2023 use lambda = sigma^2 = 0.25 with tau = 1)")
+LINE_SEARCH_PER_PAIR = declare_bug(
+    "icl.line-search-eta-per-pair",
+    "the line search of the one-step-GD learning rate uses the seed's unnormalised loss "
+    "sum_i (w^T x_i - y_i)^2 / 2 (gradient X^T y) while gd_predict divides by n: the returned "
+    "eta is n times too small",
+    module=__name__,
+    seen_in="000 §8.3.6 writes L without 1/(2N) and absorbs N into eta (FACTS.md); mixing the "
+    "two conventions scales eta by N")
+
 PredictFn = Callable[[Tensor, Tensor, Tensor], Tensor]
 
 
@@ -55,6 +72,17 @@ def ols_weights(x: Tensor, y: Tensor) -> Tensor:
 def ols_predict(x: Tensor, y: Tensor, x_query: Tensor) -> Tensor:
     _check(x, y, x_query)
     return _apply(ols_weights(x, y), x_query)
+
+
+def bayes_ridge_lambda(noise_var: float, tau2: float) -> float:
+    """The ridge parameter of the posterior mean under w ~ N(0, tau^2 I) and noise variance
+    sigma^2: lambda = sigma^2 / tau^2 (the MAP / posterior-mean identity
+    (X^T X / sigma^2 + I / tau^2)^{-1} X^T y / sigma^2 = (X^T X + (sigma^2/tau^2) I)^{-1} X^T y)."""
+    if not (noise_var > 0 and tau2 > 0):
+        raise ValueError(f"noise_var and tau2 must be > 0, got {noise_var} and {tau2}")
+    if planted(RIDGE_LAMBDA_INVERTED):  # planted bug: falsifier of icl.bayes-posterior
+        return tau2 / noise_var
+    return noise_var / tau2
 
 
 def ridge_weights(x: Tensor, y: Tensor, lam: float) -> Tensor:
@@ -85,11 +113,15 @@ def gd_predict(x: Tensor, y: Tensor, x_query: Tensor, eta: float, num_steps: int
 def line_search_gd_eta(x: Tensor, y: Tensor, x_query: Tensor, y_query: Tensor) -> float:
     """The eta minimising sum_b (eta s_b - y_q,b)^2 with s = x_q^T X^T y / n (one GD step).
 
-    Exact line search on the batch: eta* = sum(s y_q) / sum(s^2).
+    Exact line search on the batch: eta* = sum(s y_q) / sum(s^2), the stationary point of a
+    quadratic in eta with positive curvature sum(s^2), hence its minimiser.
     """
     _check(x, y, x_query)
     s = gd_predict(x, y, x_query, eta=1.0, num_steps=1)
-    return float((s * y_query).sum() / (s * s).sum())
+    eta = float((s * y_query).sum() / (s * s).sum())
+    if planted(LINE_SEARCH_PER_PAIR):  # planted bug: falsifier of icl.line-searched-gd
+        eta /= max(x.shape[1], 1)
+    return eta
 
 
 def dmmse_posterior(

@@ -41,6 +41,29 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from transformer_math.bugs import declare_bug, planted
+
+GD_VALUE_SIGN = declare_bug(
+    "icl.gd-value-sign",
+    "the one-step-GD construction sets W_V = [[0,0],[0,+1]] (the -1 dropped): the layer stores "
+    "+x_q^T w_1 and the read-out -h[-1,-1] returns the negated prediction",
+    module=__name__,
+    seen_in="sign conventions of von Oswald et al. 2023, Prop. 1 (FACTS.md: the construction "
+    "stores the NEGATIVE prediction)")
+AHN_GAMMA_SIGMA = declare_bug(
+    "icl.ahn-gamma-is-sigma",
+    "Ahn et al.'s Gamma = ((n+1)/n) Sigma + (tr Sigma / n) I replaced by Sigma: the optimal "
+    "preconditioner taken to be the naive whitening Sigma^{-1}",
+    module=__name__,
+    seen_in="the main seed's reading 'the preconditioner approximates Sigma^{-1}' (000 §8.3.6)")
+NEWTON_SCHULZ_SCALE = declare_bug(
+    "icl.newton-schulz-scale",
+    "Newton-Schulz initial guess A_0 = M^T / |M|_1 (the |M|_inf factor dropped): |I - M A_0| "
+    "exceeds 1 for most M and the iteration diverges",
+    module=__name__,
+    seen_in="a wrong initial scale is the classic failure of Newton-Schulz (Ben-Israel & Cohen "
+    "1966 need 0 < alpha < 2 / |M|_2^2)")
+
 
 @dataclass(frozen=True)
 class LinearAttentionWeights:
@@ -69,14 +92,12 @@ def one_step_gd_weights(
     num_context: int,
     *,
     dtype: torch.dtype = torch.float64,
-    value_label_sign: float = -1.0,
 ) -> LinearAttentionWeights:
     """Weights making one linear self-attention layer perform one GD step from w_0 = 0.
 
-    W_K = W_Q = [[I_d, 0], [0, 0]], W_V = [[0, 0], [0, value_label_sign]] (the construction uses
-    -1), P = (eta / num_context) e_{d+1} e_{d+1}^T (von Oswald et al. 2023, Prop. 1; FACTS.md).
-    ``value_label_sign = +1`` is the falsifier "drop the -1 in W_V": the layer then stores
-    +x_q^T w_1 and the read-out -h[-1, -1] returns the wrong sign.
+    W_K = W_Q = [[I_d, 0], [0, 0]], W_V = [[0, 0], [0, -1]], P = (eta / num_context)
+    e_{d+1} e_{d+1}^T (von Oswald et al. 2023, Prop. 1; FACTS.md). Planted bug
+    ``icl.gd-value-sign``: W_V's entry +1, so the layer stores +x_q^T w_1.
     """
     _check_positive_int("dim", dim)
     _check_positive_int("num_context", num_context)
@@ -86,7 +107,9 @@ def one_step_gd_weights(
     select_x = torch.zeros(size, size, dtype=dtype)
     select_x[:dim, :dim] = torch.eye(dim, dtype=dtype)
     value = torch.zeros(size, size, dtype=dtype)
-    value[dim, dim] = float(value_label_sign)
+    value[dim, dim] = -1.0
+    if planted(GD_VALUE_SIGN):  # planted bug: falsifier of icl.one-step-gd
+        value[dim, dim] = 1.0
     projection = torch.zeros(size, size, dtype=dtype)
     projection[dim, dim] = float(eta) / num_context
     return LinearAttentionWeights(select_x.clone(), select_x.clone(), value, projection)
@@ -181,6 +204,8 @@ def ahn_gamma(sigma: Tensor, num_context: int) -> Tensor:
         raise ValueError(f"sigma must be a square (d, d) matrix, got {tuple(sigma.shape)}")
     _check_positive_int("num_context", num_context)
     n = num_context
+    if planted(AHN_GAMMA_SIGMA):  # planted bug: falsifier of icl.ahn-gamma-moment
+        return sigma.clone()
     eye = torch.eye(sigma.shape[0], dtype=sigma.dtype)
     return (n + 1) / n * sigma + torch.trace(sigma) / n * eye
 
@@ -194,6 +219,8 @@ def newton_schulz_initial(matrix: Tensor) -> Tensor:
     """A_0 = M^T / (|M|_1 |M|_inf), which guarantees |I - M A_0|_2 < 1 for invertible M."""
     norm1 = torch.linalg.matrix_norm(matrix, ord=1)
     norm_inf = torch.linalg.matrix_norm(matrix, ord=float("inf"))
+    if planted(NEWTON_SCHULZ_SCALE):  # planted bug: falsifier of icl.newton-schulz
+        return matrix.transpose(-1, -2) / norm1
     return matrix.transpose(-1, -2) / (norm1 * norm_inf)
 
 

@@ -5,7 +5,9 @@ soft attention *can* compute PARITY exactly for every fixed length n, escaping H
 limit only because the construction's confidence margin shrinks with n (they restore it with
 layer normalisation, i.e. a gain that grows with n). 000 §8.3.5 ("鱼与熊掌不可兼得") and
 exercise 8.3.5-5 state this trade-off. This module builds a simplified two-layer construction
-in that spirit (our own weights, not the paper's), from the project's MultiHeadAttention:
+in that spirit (our own weights, not the paper's), from the project's MultiHeadAttention (the
+``reference`` backend: the project's own softmax attention, so the 1/(n + 1) is what the
+project's softmax computes over n + 1 keys, not something this module writes down):
 
 Input: position 0 is BOS (bit 0), positions i = 1..n hold the bits; the residual stream of
 position i is (b_i, r_i, s_i, 0) with r_i = i / (n + 1) and s_i = cos(pi i) = (-1)^i.
@@ -29,8 +31,18 @@ import math
 import torch
 from torch import Tensor
 
+from transformer_math.bugs import declare_bug, planted
 from transformer_math.nn.attention import MultiHeadAttention
 from transformer_math.nn.init import no_init_draws
+
+POSITION_OFF_BY_ONE = declare_bug(
+    "computation.parity-position-off-by-one",
+    "the PARITY construction encodes positions as r_i = i / n instead of i / (n + 1) (BOS not "
+    "counted): the count k / (n + 1) that uniform attention writes no longer lines up with "
+    "r_k, the bump misses position k and the decision value is no longer (-1)^k / (n + 1)",
+    module=__name__,
+    seen_in="forgetting the BOS token when normalising positions: uniform attention averages "
+    "over n + 1 keys, not n")
 
 _BIT, _POS, _SIGN, _SLOT = range(4)  # residual-stream coordinates
 WIDTH = 4
@@ -40,7 +52,7 @@ def _uniform_attention(source: int) -> MultiHeadAttention:
     """One head, W_Q = W_K = 0 (all logits 0: weights exactly 1/T), value = coordinate ``source``
     written to the slot coordinate."""
     with no_init_draws():  # every weight is set below
-        attn = MultiHeadAttention(WIDTH, 1, bias=False, backend="sdpa").double()
+        attn = MultiHeadAttention(WIDTH, 1, bias=False, backend="reference").double()
     with torch.no_grad():
         for proj in (attn.q_proj, attn.k_proj, attn.v_proj, attn.out_proj):
             proj.weight.zero_()
@@ -71,6 +83,8 @@ class ParityMarginConstruction:
         x = torch.zeros(b, self.n + 1, WIDTH, dtype=torch.float64)
         x[:, 1:, _BIT] = bits.to(torch.float64)
         x[:, :, _POS] = i / (self.n + 1)
+        if planted(POSITION_OFF_BY_ONE):  # planted bug: falsifier of computation.parity-margin
+            x[:, :, _POS] = i / self.n
         x[:, :, _SIGN] = torch.cos(math.pi * i).round()
         return x
 

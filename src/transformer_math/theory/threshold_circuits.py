@@ -12,22 +12,28 @@ from __future__ import annotations
 
 import torch
 
+from transformer_math.bugs import declare_bug, planted
 
-def parity_threshold_circuit(bits: torch.Tensor, sign_pattern: str = "alternating"
-                             ) -> torch.Tensor:
+CONSTANT_SIGNS = declare_bug(
+    "computation.threshold-constant-signs",
+    "the output gate of the PARITY threshold circuit gets weights +1 for every unary gate "
+    "instead of alternating signs: the circuit computes OR",
+    module=__name__,
+    seen_in="dropping the (-1)^(j+1) of the output gate; a circuit that is right on every "
+    "string with at most one 1")
+
+
+def parity_threshold_circuit(bits: torch.Tensor) -> torch.Tensor:
     """Depth-2 threshold circuit for PARITY with n + 1 gates: bits (B, n) in {0, 1} -> (B,).
 
     Layer 1: g_k = [sum_i b_i >= k], k = 1..n (threshold gates, weights 1).
     Layer 2: [sum_k (-1)^(k+1) g_k >= 1]; the alternating sum is 1 iff the number of ones is odd.
-    ``sign_pattern="constant"`` (all +1) is the falsifier: it computes OR instead.
     """
     n = bits.shape[1]
     k = torch.arange(1, n + 1)
     layer1 = (bits.sum(dim=1, keepdim=True) >= k[None, :]).long()  # (B, n) threshold gates
-    if sign_pattern == "alternating":
-        weights = torch.where(k % 2 == 1, 1, -1)
-    elif sign_pattern == "constant":
+    weights = torch.where(k % 2 == 1, 1, -1)
+    if planted(CONSTANT_SIGNS):  # planted bug: falsifier of computation.circuit-class-audit
         weights = torch.ones_like(k)
-    else:
-        raise ValueError(f"sign_pattern must be 'alternating' or 'constant', got {sign_pattern!r}")
     return ((layer1 * weights[None, :]).sum(dim=1) >= 1).long()
+

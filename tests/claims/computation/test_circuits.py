@@ -14,6 +14,21 @@ def test_cited_claim_carries_primary_sources_and_no_margin():
 
 
 def test_audit_refutes_the_seed_with_a_computed_circuit():
-    res = run_claim(get_claim("computation.circuit-class-audit"), Context(size=Size.TINY))
-    assert res.evidence.verdict is Verdict.REFUTED
+    claim = get_claim("computation.circuit-class-audit")
+    res = run_claim(claim, Context(size=Size.TINY))
+    assert res.evidence.verdict is Verdict.REFUTED and res.expected_met
+    assert all(m.holds for m in res.evidence.margins)
+    assert res.evidence.seed_margins and not any(m.holds for m in res.evidence.seed_margins)
+    assert [r.line for r in claim.refutes] == [837]
     assert "TC^0[log n]" in " ".join(res.evidence.notes)
+    assert res.falsifier_caught is True  # OR instead of PARITY: the circuit errs
+
+
+def test_audit_and_margin_claims_kill_the_exclusive_running_parity():
+    from transformer_math.bugs import plant
+
+    for cid in ("computation.circuit-class-audit", "computation.parity-margin",
+                "computation.hahn-sensitivity"):
+        with plant("data.parity-running-exclusive"):
+            res = run_claim(get_claim(cid), Context(size=Size.TINY), falsifier=False)
+        assert res.error is None and res.evidence.verdict is Verdict.FAILED, cid

@@ -1,12 +1,12 @@
 """Helpers of the icl claim modules: the constructed LSA, the worked example, the regime
-margins of the task-diversity check (both directions)."""
+numbers of the task-diversity check (both directions)."""
 
 from __future__ import annotations
 
 import math
 
 from transformer_math.claims.icl.gd_construction import WORKED_EXAMPLE, worked_example
-from transformer_math.claims.icl.task_diversity import contrast, regime_margins
+from transformer_math.claims.icl.task_diversity import contrast, memorise_then_learn
 
 
 def test_worked_example_is_measured_exactly() -> None:
@@ -17,15 +17,14 @@ def test_contrast() -> None:
     assert contrast(3.0, 1.0) == 0.5 and contrast(1.0, 3.0) == -0.5 and contrast(0.0, 0.0) == 0.0
 
 
-def test_regime_margins_hold_for_a_transition_and_fail_without_one() -> None:
+def test_memorise_then_learn_both_directions() -> None:
     ridge, zero = 0.6, 1.25
-    ok = regime_margins([1, 128], dd=[0.0, 0.03], dr=[1.1, 0.02], mse=[1.7, 0.62],
-                        ridge_mse=ridge, zero_mse=zero)
-    assert all(m.holds for m in ok)
-    dmmse_everywhere = regime_margins([1, 128], dd=[0.0, 0.01], dr=[1.1, 0.02], mse=[1.7, 0.62],
-                                      ridge_mse=ridge, zero_mse=zero)
-    assert dmmse_everywhere[0].holds and not dmmse_everywhere[1].holds
-    plateau = regime_margins([1, 128], dd=[0.0, 0.5], dr=[1.1, 0.4], mse=[1.7, 1.2],
-                             ridge_mse=ridge, zero_mse=zero)  # closer to ridge but not learned
-    assert not plateau[1].holds
-    assert not math.isinf(plateau[1].value)
+    ok = memorise_then_learn([1, 128], dd=[0.0, 0.03], dr=[1.1, 0.02], mse=[1.7, 0.62],
+                             ridge_mse=ridge, zero_mse=zero)
+    assert ok["memorised"] > 0 and ok["learned"] > 0 and ok["ridge_side"] > 0
+    ridge_at_small_m = memorise_then_learn([1, 128], dd=[1.1, 0.03], dr=[0.0, 0.02],
+                                           mse=[1.7, 0.62], ridge_mse=ridge, zero_mse=zero)
+    assert ridge_at_small_m["memorised"] < 0
+    plateau = memorise_then_learn([1, 128], dd=[0.0, 0.5], dr=[1.1, 0.4], mse=[1.7, 1.2],
+                                  ridge_mse=ridge, zero_mse=zero)  # closer to ridge, not learned
+    assert plateau["learned"] < 0 and not math.isinf(plateau["learned"])

@@ -19,18 +19,17 @@ from transformer_math.claims.icl._shared import SOURCE
 from transformer_math.claims.registry import (
     Context,
     Evidence,
-    Falsifier,
     Figure,
     Series,
     Tier,
-    agreement,
-    all_hold,
     at_least,
     at_most,
     claim,
+    decide,
 )
 from transformer_math.data.regression import make_task_pool, sample_regression
 from transformer_math.theory.icl_baselines import (
+    bayes_ridge_lambda,
     bayes_risk_given_inputs,
     dmmse_posterior,
     ridge_predict,
@@ -108,17 +107,16 @@ NOTE_ISSUE_12 = (
     examples grow; under the Gaussian prior w ~ N(0, tau^2 I), ridge with lambda = sigma^2/tau^2 has
     the lowest risk, equal to the Bayes risk sigma^2 + E tr((X^T X / sigma^2 + I / tau^2)^{-1}).""",
     tier=Tier.QUICK,
-    falsifier=Falsifier(
-        "inverted ridge ratio",
-        {"lambda_rule": "inverted"},
-        "lambda = tau^2 / sigma^2 instead of sigma^2 / tau^2",
-    ),
+    falsifier="icl.ridge-lambda-inverted",
+    expected="verified",
+    version=2,
+    seed_refs=[("000", 977, 991)],
 )
-def check_bayes_posterior(ctx: Context, lambda_rule: str = "sigma2_over_tau2") -> Evidence:
+def check_bayes_posterior(ctx: Context) -> Evidence:
     g = ctx.generator(505)
     mass = posterior_mass_curve(g)
     min_step = min(b - a for a, b in itertools.pairwise(mass))
-    claimed = NOISE_VAR / TAU2 if lambda_rule == "sigma2_over_tau2" else TAU2 / NOISE_VAR
+    claimed = bayes_ridge_lambda(NOISE_VAR, TAU2)  # the library's Bayes ridge parameter
     r = ridge_risks(g, claimed)
     grid, risks, bayes = r["grid"], r["risks"], r["bayes"]
     best = grid[min(range(len(grid)), key=risks.__getitem__)]
@@ -141,11 +139,14 @@ def check_bayes_posterior(ctx: Context, lambda_rule: str = "sigma2_over_tau2") -
         tolerance="risk equal to the Bayes risk to 1e-9 relative (float64 rounding; exact given "
         f"X, x_q); posterior mass >= 0.99 at K = {NUM_EXAMPLES} and non-decreasing up to 0.01 "
         "(Monte Carlo)",
-        verdict=agreement(all_hold(margins)),
+        verdict=decide(margins),
         margins=margins,
         notes=[
             f"D = {DIM}, sigma^2 = {NOISE_VAR}, tau^2 = {TAU2}, M = {NUM_TASKS}; ridge on 6 "
-            f"context pairs, 10000 prompts; lambda rule {lambda_rule}",
+            f"context pairs, 10000 prompts; lambda = theory.icl_baselines.bayes_ridge_lambda "
+            f"= {claimed}",
+            "version 2 (issue 14): falsifier = planted bug icl.ridge-lambda-inverted in the "
+            "library (was a keyword variant of the check)",
             f"Monte Carlo over (w, noise) too: risk {r['risk_mc']:.4f} +- {r['stderr']:.4f} vs "
             f"Bayes {bayes:.4f} ({abs(r['risk_mc'] - bayes) / r['stderr']:.2f} standard errors)",
             NOTE_ISSUE_12,

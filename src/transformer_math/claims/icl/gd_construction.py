@@ -16,17 +16,18 @@ from transformer_math.claims.icl._shared import SOURCE
 from transformer_math.claims.registry import (
     Context,
     Evidence,
-    Falsifier,
     Figure,
     Series,
     Tier,
-    agreement,
-    all_hold,
+    at_least,
     at_most,
     claim,
+    close_to,
+    decide,
 )
 from transformer_math.nn.init import no_init_draws
 from transformer_math.nn.linear_self_attention import LinearSelfAttention, regression_tokens
+from transformer_math.theory.icl_baselines import gd_predict, line_search_gd_eta
 from transformer_math.theory.icl_construction import (
     gd_iterates,
     least_squares_terms,
@@ -39,13 +40,12 @@ WORKED_EXAMPLE = [0.0, 1.0, 1.5, 1.75, 1.875]  # H = 1, b = 2, eta = 0.5 (the se
 LAYER_GRID = [1, 2, 4, 8, 16, 24, 32, 40]
 
 
-def constructed_model(dim: int, eta: float, n: int, layers: int, sign: float = -1.0
-                      ) -> LinearSelfAttention:
-    """``layers`` float64 LSA layers, each set to the one-step-GD construction."""
+def constructed_model(dim: int, eta: float, n: int, layers: int) -> LinearSelfAttention:
+    """``layers`` float64 LSA layers, each set to the library's one-step-GD construction."""
     with no_init_draws():  # every weight is set by the construction below
         model = LinearSelfAttention(dim + 1, layers, dtype=torch.float64)
     for layer in model.layers:
-        layer.load_weights(*one_step_gd_weights(dim, eta, n, value_label_sign=sign).as_tuple())
+        layer.load_weights(*one_step_gd_weights(dim, eta, n).as_tuple())
     return model
 
 
@@ -58,13 +58,12 @@ def constructed_model(dim: int, eta: float, n: int, layers: int, sign: float = -
     and P = (eta/N) e e^T outputs -h[-1,-1] = eta/N x_q^T X^T y, the prediction of one GD step from
     w_0 = 0 on L(w) = 1/(2N) sum (w^T x_i - y_i)^2 (float64 error < 1e-10).""",
     tier=Tier.QUICK,
-    falsifier=Falsifier(
-        "drop the -1 in W_V",
-        {"value_label_sign": 1.0},
-        "W_V = [[0,0],[0,+1]]: the layer stores +x_q^T w_1 and the read-out flips",
-    ),
+    falsifier="icl.gd-value-sign",
+    expected="verified",
+    version=2,
+    seed_refs=[("000", 925, 947), ("000", 1066, 1066)],
 )
-def check_one_step_gd(ctx: Context, value_label_sign: float = -1.0) -> Evidence:
+def check_one_step_gd(ctx: Context) -> Evidence:
     g = ctx.generator(501)
     errors = []
     cases = []
@@ -75,7 +74,7 @@ def check_one_step_gd(ctx: Context, value_label_sign: float = -1.0) -> Evidence:
         x = torch.randn(32, n, dim, generator=g, dtype=torch.float64)
         y = torch.randn(32, n, generator=g, dtype=torch.float64)
         xq = torch.randn(32, dim, generator=g, dtype=torch.float64)
-        model = constructed_model(dim, eta, n, 1, value_label_sign)
+        model = constructed_model(dim, eta, n, 1)
         with torch.no_grad():
             measured = model.predict(regression_tokens(x, y, xq))
         w1 = gd_iterates(x, y, eta, 1)[1]  # from the residuals, not from the construction
@@ -87,10 +86,12 @@ def check_one_step_gd(ctx: Context, value_label_sign: float = -1.0) -> Evidence:
         predicted="|y_hat_LSA - x_q^T w_1| = 0 (one GD step)",
         measured=f"max error {worst:.2e} over {len(cases)} random (d, N, eta), 32 prompts each",
         tolerance="< 1e-10 (float64 round-off of sums of <= 40 products is ~1e-14)",
-        verdict=agreement(all_hold(margins)),
+        verdict=decide(margins),
         margins=margins,
-        notes=["read-out is -h[-1,-1]: the construction stores the NEGATIVE prediction (FACTS.md)"],
-        details={"cases": cases, "errors": errors, "value_label_sign": value_label_sign},
+        notes=["read-out is -h[-1,-1]: the construction stores the NEGATIVE prediction (FACTS.md)",
+               "version 2 (issue 14): falsifier = planted bug icl.gd-value-sign in "
+               "theory/icl_construction.py (was a keyword variant of the check)"],
+        details={"cases": cases, "errors": errors},
     )
 
 
@@ -104,12 +105,12 @@ def worked_example() -> list[float]:
     measured = [0.0]
     for layers in range(1, 5):
         with torch.no_grad():
-            model = constructed_model(1, 0.5, 1, layers, -1.0)
+            model = constructed_model(1, 0.5, 1, layers)
             measured.append(float(model.predict(regression_tokens(x1, y1, xq1))[0]))
     return measured
 
 
-def stacked_layers_vs_ols(g: torch.Generator, eta_factor: float) -> dict[str, Any]:
+def stacked_layers_vs_ols(g: torch.Generator) -> dict[str, Any]:
     """w_L read from L-layer models with basis queries on a random problem (d = 4, N = 96).
 
     A second target y = X v, v the eigenvector of H with the largest |1 - eta lambda|, makes
@@ -123,7 +124,7 @@ def stacked_layers_vs_ols(g: torch.Generator, eta_factor: float) -> dict[str, An
     y = torch.randn(n, generator=g, dtype=torch.float64)
     hess, b = least_squares_terms(x, y)
     lam, vecs = torch.linalg.eigh(hess)
-    eta = eta_factor / float(lam.max())
+    eta = 1.0 / float(lam.max())  # inside (0, 2 / lambda_max): the series converges
     w_star = vecs @ ((vecs.T @ b) / lam)
     w_tight = vecs[:, int((1 - eta * lam).abs().argmax())]
     xb = x.expand(2 * d, n, d)
@@ -136,7 +137,7 @@ def stacked_layers_vs_ols(g: torch.Generator, eta_factor: float) -> dict[str, An
     errors, bound, ratios, neumann_gap = [], [], [], 0.0
     for layers in LAYER_GRID:
         with torch.no_grad():
-            w_both = constructed_model(d, eta, n, layers, -1.0).predict(
+            w_both = constructed_model(d, eta, n, layers).predict(
                 regression_tokens(xb, yb, queries))
         w_l, w_l_tight = w_both[:d], w_both[d:]
         errors.append(float(torch.linalg.vector_norm(w_l - w_star)))
@@ -174,16 +175,15 @@ def neumann_figure(errors: list[float], bound: list[float]) -> Figure:
     0 < eta < 2/lambda_max(H); the scalar example H = 1, b = 2, eta = 0.5 gives
     0, 1, 1.5, 1.75, 1.875.""",
     tier=Tier.QUICK,
-    falsifier=Falsifier(
-        "step beyond 2/lambda_max",
-        {"eta_factor": 2.2},
-        "eta = 2.2 / lambda_max(H): the Neumann series diverges",
-    ),
+    falsifier="icl.lsa-query-as-key",
+    expected="verified",
+    version=2,
+    seed_refs=[("000", 949, 965), ("000", 1072, 1072)],
 )
-def check_neumann_ols(ctx: Context, eta_factor: float = 1.0) -> Evidence:
+def check_neumann_ols(ctx: Context) -> Evidence:
     example = worked_example()
     example_err = max(abs(a - b) for a, b in zip(example, WORKED_EXAMPLE, strict=True))
-    r = stacked_layers_vs_ols(ctx.generator(502), eta_factor)
+    r = stacked_layers_vs_ols(ctx.generator(502))
     margins = [
         at_most("worked example: max |measured - 0, 1, 1.5, 1.75, 1.875|", example_err, 1e-12),
         at_most("max_L (|w_L - w*| - 1e-12) / (|I - eta H|^L |w*|), random and tight w*",
@@ -200,10 +200,13 @@ def check_neumann_ols(ctx: Context, eta_factor: float = 1.0) -> Evidence:
         tolerance="worked example to 1e-12; bound with 1e-9 relative slack; "
         "|w_40 - w*| < 1e-3 |w*|; "
         "model vs Neumann sums < 1e-8",
-        verdict=agreement(all_hold(margins)),
+        verdict=decide(margins),
         margins=margins,
         notes=[
-            f"eta = {eta_factor} / lambda_max(H) = {r['eta']:.4f}; "
+            "version 2 (issue 14): falsifier = planted bug icl.lsa-query-as-key in "
+            "nn/linear_self_attention.py (the query token used as a key from layer 2 on); it "
+            "was a step eta = 2.2 / lambda_max chosen by the check",
+            f"eta = 1 / lambda_max(H) = {r['eta']:.4f}; "
             f"2/lambda_max = {2 / r['lam_max']:.4f}",
             f"max |model w_L - Neumann partial sum| = {r['neumann_gap']:.2e}",
             "issue 12 (margins over seeds 0-4 at tiny): N = 24 -> 96 context pairs, so that "
@@ -213,4 +216,66 @@ def check_neumann_ols(ctx: Context, eta_factor: float = 1.0) -> Evidence:
         ],
         figures=[neumann_figure(r["errors"], r["bound"])],
         details={"kappa": r["kappa"], "bound_ratios": r["ratios"]},
+    )
+
+
+# ------------------------------------------------------------------------- line-searched eta
+@claim(
+    "icl.line-searched-gd",
+    source=f"{SOURCE} (ICL = GD); von Oswald et al. 2023, §4 (GD with a line-searched step)",
+    statement="""The exact line search of the one-step-GD learning rate,
+    eta* = sum_b s_b y_q,b / sum_b s_b^2 with s = x_q^T X^T y / N, is the minimiser of the batch
+    squared error of the one-layer construction: the learning rate that minimises the
+    constructed layer's own squared error (read from its predictions at eta = 1) equals eta*,
+    and moving eta by a factor 1/2, 0.9, 1.1 or 2 raises the error.""",
+    tier=Tier.QUICK,
+    falsifier="icl.line-search-eta-per-pair",
+    expected="verified",
+    version=1,
+    seed_refs=[("000", 925, 947)],
+)
+def check_line_searched_gd(ctx: Context) -> Evidence:
+    g = ctx.generator(509)
+    dim, n, batch = 3, 10, 4096  # the tiny setting of icl.trained-matches-gd
+    x = torch.rand(batch, n, dim, generator=g, dtype=torch.float64) * 2 - 1
+    w = torch.randn(batch, dim, generator=g, dtype=torch.float64)
+    xq = torch.rand(batch, dim, generator=g, dtype=torch.float64) * 2 - 1
+    y, yq = (x @ w.unsqueeze(-1)).squeeze(-1), (xq * w).sum(-1)
+    eta = line_search_gd_eta(x, y, xq, yq)  # the library's line search
+    tokens = regression_tokens(x, y, xq)
+    with torch.no_grad():
+        s_model = constructed_model(dim, 1.0, n, 1).predict(tokens)  # prediction at eta = 1
+    # the layer's prediction is linear in eta, so its batch error (eta s - y_q)^2 is a
+    # quadratic in eta whose minimiser is sum(s y_q) / sum(s^2), computed from the layer
+    eta_layer = float((s_model * yq).sum() / (s_model * s_model).sum())
+
+    def loss(step: float) -> float:
+        with torch.no_grad():
+            pred = constructed_model(dim, step, n, 1).predict(tokens)
+        return float(((pred - yq) ** 2).mean())
+
+    base = loss(eta)
+    factors = [0.5, 0.9, 1.1, 2.0]
+    rises = [loss(eta * f) - base for f in factors]
+    gd_gap = float((gd_predict(x, y, xq, eta) - s_model * eta).abs().max())
+    margins = [
+        # float64: both are ratios of sums of 4096 products, rounding ~1e-13 relative
+        close_to("line-searched eta vs the minimiser of the layer's error", eta, eta_layer,
+                 rel=1e-10),
+        at_least("min over factors f in {1/2, 0.9, 1.1, 2} of error(f eta*) - error(eta*)",
+                 min(rises), 0.0),
+        at_most("max |gd_predict(eta*) - eta* x layer(eta = 1)|", gd_gap, 1e-10),
+    ]
+    return Evidence(
+        predicted="eta* = argmin_eta of the constructed layer's squared error",
+        measured={"eta_line_search": round(eta, 6), "eta_layer_argmin": round(eta_layer, 6),
+                  "error_rise_at_factors": dict(zip(map(str, factors),
+                                                    [round(v, 6) for v in rises], strict=True))},
+        tolerance="1e-10 relative (float64 rounding of sums of 4096 terms); the error must rise "
+        "at every factor (a quadratic with positive curvature sum s^2)",
+        verdict=decide(margins),
+        margins=margins,
+        notes=[f"d = {dim}, N = {n}, x ~ U(-1, 1)^d, w ~ N(0, I), {batch} prompts, no noise",
+               "the step that icl.trained-matches-gd compares the trained layer with"],
+        details={"eta": eta, "eta_layer": eta_layer, "rises": rises, "loss_at_eta": base},
     )

@@ -14,14 +14,12 @@ from transformer_math.claims.icl._shared import SOURCE
 from transformer_math.claims.registry import (
     Context,
     Evidence,
-    Falsifier,
     Figure,
     Series,
     Tier,
-    agreement,
-    all_hold,
     at_most,
     claim,
+    decide,
 )
 from transformer_math.theory.icl_construction import newton_schulz_inverse
 
@@ -47,21 +45,17 @@ def residual_figure(residual: list[float], bound: list[float]) -> Figure:
     quadratically to
     M^{-1}: the residual R_t = I - M A_t obeys |R_t| <= |R_0|^(2^t).""",
     tier=Tier.QUICK,
-    falsifier=Falsifier(
-        "initial guess too large",
-        {"init_scale": 2.5},
-        "A_0 = 2.5 M^T / |M|_2^2 has |I - M A_0| > 1: the iteration diverges",
-    ),
+    falsifier="icl.newton-schulz-scale",
+    expected="verified",
+    version=2,
+    seed_refs=[("000", 1054, 1054)],
 )
-def check_newton_schulz(ctx: Context, init_scale: float | None = None) -> Evidence:
+def check_newton_schulz(ctx: Context) -> Evidence:
     g = ctx.generator(508)
     d = 6
     q, _ = torch.linalg.qr(torch.randn(d, d, generator=g, dtype=torch.float64))
     m = q @ torch.diag(torch.logspace(0, 1.5, d, dtype=torch.float64)) @ q.T  # kappa ~ 32
-    initial = None
-    if init_scale is not None:
-        initial = init_scale * m.T / torch.linalg.matrix_norm(m, ord=2) ** 2
-    iterates = newton_schulz_inverse(m, 30, initial=initial)
+    iterates = newton_schulz_inverse(m, 30)  # the library's initial guess A_0
     eye = torch.eye(d, dtype=torch.float64)
 
     def spectral(r: torch.Tensor) -> float:  # inf once the iteration has overflowed
@@ -91,8 +85,12 @@ def check_newton_schulz(ctx: Context, init_scale: float | None = None) -> Eviden
         },
         tolerance="bound with 1e-6 relative slack plus 1e-13 round-off; "
         "final relative error < 1e-10",
-        verdict=agreement(all_hold(margins)),
+        verdict=decide(margins),
         margins=margins,
-        notes=[f"kappa(M) = {10**1.5:.1f}, A_0 scale {init_scale or 'M^T/(|M|_1|M|_inf)'}"],
+        notes=[f"kappa(M) = {10**1.5:.1f}, A_0 = M^T/(|M|_1|M|_inf) from "
+               "theory.icl_construction.newton_schulz_initial",
+               "version 2 (issue 14): falsifier = planted bug icl.newton-schulz-scale (A_0 "
+               "without the |M|_inf factor) in the library; it was an initial guess built by "
+               "the check"],
         figures=[residual_figure(residual, bound)],
     )

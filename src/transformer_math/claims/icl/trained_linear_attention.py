@@ -7,27 +7,30 @@ claim and its falsifier train once.
 
 from __future__ import annotations
 
+import math
+
+import torch
+
 from transformer_math.claims.icl._shared import SOURCE, preset, run_experiment
 from transformer_math.claims.registry import (
     Context,
     Evidence,
-    Falsifier,
     Figure,
     Series,
     Tier,
-    agreement,
-    all_hold,
-    at_least,
     at_most,
     claim,
+    decide,
 )
+from transformer_math.claims.seeds import over_seeds
 from transformer_math.experiments import icl_gd, icl_preconditioner
+from transformer_math.theory.icl_construction import ahn_gamma, ahn_optimal_preconditioner
 
 
 def gd_figure(r: icl_gd.ICLGDResult) -> Figure:
     steps = [float(s) for s in r.steps]
     return Figure(
-        title="Trained linear self-attention vs one GD step",
+        title="Trained linear self-attention vs one GD step (first seed)",
         xlabel="training step",
         ylabel="value",
         series=[
@@ -39,46 +42,69 @@ def gd_figure(r: icl_gd.ICLGDResult) -> Figure:
     )
 
 
+# Frozen in version 2 from a sweep of seeds 0-4 at tiny (see the claim's notes).
+REL_RMS_MAX = 0.1
+
+
 @claim(
     "icl.trained-matches-gd",
     source=f"{SOURCE}; von Oswald et al. 2023, §4 (d = 10, N = 10, x ~ U(-1, 1)^d)",
     statement="""A one-layer linear self-attention model trained on in-context linear regression
-    agrees with one step of line-searched GD: the cosine of d(y_hat)/d(x_q) between the two is
-    >= 0.99.""",
+    agrees with one step of GD with the line-searched step eta*: the cosine of d(y_hat)/d(x_q)
+    between the two is >= 0.99, the model's predictions differ from GD(eta*)'s by at most 10 %
+    (relative RMS), and GD with eta* fits them better than GD with 0.8 eta* or 1.25 eta*
+    (every seed).""",
     tier=Tier.FULL,
-    falsifier=Falsifier(
-        "untrained model",
-        {"checkpoint": "init"},
-        "the same comparison at initialisation must not pass",
-    ),
+    falsifier="icl.line-search-eta-per-pair",
+    expected="verified",
+    version=2,
+    seed_refs=[("000", 925, 947), ("000", 975, 975)],
 )
-def check_trained_matches_gd(ctx: Context, checkpoint: str = "final") -> Evidence:
-    config = preset(icl_gd.ICLGDConfig, ctx)
-    r = run_experiment(icl_gd, config, ctx)
-    index = -1 if checkpoint == "final" else 0
-    cosine = r.cosine[index]
-    margins = [at_least("cosine of d(y_hat)/d(x_q), model vs one GD step", cosine, 0.99)]
+def check_trained_matches_gd(ctx: Context) -> Evidence:
+    def one(c: Context) -> tuple[dict[str, float], icl_gd.ICLGDResult]:
+        r = run_experiment(icl_gd, preset(icl_gd.ICLGDConfig, c), c)
+        rel = r.relative_rms_at_factor
+        return {"cosine": r.cosine[-1], "relative_rms": rel[1.0],
+                "relative_rms_0.8": rel[0.8], "relative_rms_1.25": rel[1.25],
+                "eta_gap": min(rel[0.8], rel[1.25]) - rel[1.0],
+                "eta_model_over_eta_gd": r.eta_model[-1] / r.eta_gd}, r
+
+    sweep = over_seeds(ctx, one)
+    margins = [
+        sweep.at_least("cosine", 0.99, "cosine of d(y_hat)/d(x_q), model vs one GD step"),
+        sweep.at_most("relative_rms", REL_RMS_MAX,
+                      "RMS(model - GD(eta*)) / RMS(GD(eta*))"),
+        sweep.at_least("eta_gap", 0.0, "min(rel. RMS vs GD(0.8 eta*), vs GD(1.25 eta*)) - "
+                       "rel. RMS vs GD(eta*)"),
+    ]
+    first = sweep.runs[0]
     return Evidence(
-        predicted="cosine >= 0.99 (the trained layer implements one GD step)",
-        measured=round(cosine, 5),
-        tolerance="0.99 (the issue's threshold; von Oswald et al. report ~0.99+)",
-        verdict=agreement(all_hold(margins)),
+        predicted=f"cosine >= 0.99, relative RMS vs GD(eta*) <= {REL_RMS_MAX}, eta* fits "
+        "better than 0.8 eta* and 1.25 eta*",
+        measured={k: [round(v, 4) for v in vals] for k, vals in sweep.values.items()},
+        tolerance="0.99 (the issue's cosine threshold); relative RMS 0.1: a model implementing "
+        "GD with a step off by a factor c has relative RMS |c - 1|, so 0.1 pins eta to +-10 %",
+        verdict=decide(margins),
         margins=margins,
+        per_seed=sweep.to_json(),
         notes=[
-            f"config {config}",
-            f"run time {r.seconds:.1f} s",
-            f"eta (line search) {r.eta_gd:.4f} vs learned eta {r.eta_model[index]:.4f}",
-            f"loss model {r.model_loss[index]:.4f} vs GD {r.gd_loss:.4f}",
-            *r.notes,
+            f"config {first.config} (seed {sweep.seeds[0]}); seeds {sweep.seeds}",
+            f"run time of the first seed {first.seconds:.1f} s",
+            *first.notes,
+            "version 2 (issue 14): the cosine of sensitivities does not depend on eta, so the "
+            "eta-sensitive relative RMS against GD(f eta*) (f = 0.8, 1, 1.25) was added; "
+            "three seeds, decided on the worst; falsifier = planted bug "
+            "icl.line-search-eta-per-pair in theory/icl_baselines.py (the line search's eta "
+            "n times too small); it was the untrained model. Threshold 0.1 set from seeds 0-4 "
+            "at tiny (see the report of issue 14).",
             "issue 12: tiny trains 3 initialisations and keeps the best on a validation batch "
             "(seed 4 stayed at a saddle with one: cosine 0.485); see ICLGDConfig.tiny",
         ],
-        figures=[gd_figure(r)],
-        details={
-            "sensitivity_l2": r.sensitivity_l2[index],
-            "prediction_rms": r.prediction_rms[index],
-            "checkpoint": checkpoint,
-        },
+        figures=[gd_figure(first)],
+        details={"eta_gd": [r.eta_gd for r in sweep.runs],
+                 "relative_rms_at_factor": [
+                     {str(k): v for k, v in r.relative_rms_at_factor.items()}
+                     for r in sweep.runs]},
     )
 
 
@@ -87,7 +113,7 @@ def preconditioner_figure(r: icl_preconditioner.ICLPreconditionerResult) -> Figu
     predicted = [v for row in r.gamma_inverse for v in row]
     ends = [min(predicted), max(predicted)]
     return Figure(
-        title="Learned preconditioner n A vs Gamma^{-1} (entries)",
+        title="Learned preconditioner n A vs Gamma^{-1} (entries, first seed)",
         xlabel="Gamma^{-1} entry",
         ylabel="learned entry",
         series=[
@@ -102,33 +128,94 @@ def preconditioner_figure(r: icl_preconditioner.ICLPreconditionerResult) -> Figu
     source="Ahn et al. 2023 (arXiv 2306.00297), Thm. 1; " + SOURCE,
     statement="""With x ~ N(0, Sigma), w* ~ N(0, I), the trained one-layer linear attention performs
     one step of GD preconditioned by Gamma^{-1}, Gamma = ((n+1)/n) Sigma + (tr Sigma / n) I
-    (within 15 % relative Frobenius error).""",
+    (within 15 % relative Frobenius error, every seed).""",
     tier=Tier.FULL,
-    falsifier=Falsifier(
-        "naive whitening Sigma^{-1}",
-        {"prediction": "sigma_inverse"},
-        "the seed's reading 'the preconditioner approximates Sigma^{-1}'",
-    ),
+    falsifier="icl.ahn-gamma-is-sigma",
+    expected="verified",
+    version=2,
+    seed_refs=[("000", 967, 967)],
 )
-def check_preconditioned_optimum(ctx: Context, prediction: str = "gamma_inverse") -> Evidence:
-    config = preset(icl_preconditioner.ICLPreconditionerConfig, ctx)
-    r = run_experiment(icl_preconditioner, config, ctx)
-    rel = r.relative_error if prediction == "gamma_inverse" else r.relative_error_vs_sigma_inverse
-    margins = [at_most("|n A - prediction|_F / |prediction|_F", rel, 0.15)]
+def check_preconditioned_optimum(ctx: Context) -> Evidence:
+    def one(c: Context) -> tuple[dict[str, float], icl_preconditioner.ICLPreconditionerResult]:
+        r = run_experiment(icl_preconditioner, preset(icl_preconditioner.ICLPreconditionerConfig,
+                                                      c), c)
+        return {"relative_error": r.relative_error,
+                "relative_error_vs_sigma_inverse": r.relative_error_vs_sigma_inverse,
+                "risk": r.model_risk, "optimal_risk": r.optimal_risk}, r
+
+    sweep = over_seeds(ctx, one)
+    margins = [sweep.at_most("relative_error", 0.15, "|n A - Gamma^-1|_F / |Gamma^-1|_F")]
+    first = sweep.runs[0]
     return Evidence(
-        predicted=f"n A = {prediction.replace('_', ' ')}",
-        measured=f"relative Frobenius error {rel:.4f}",
-        tolerance="0.15 (the claim's; finite training and SGD noise)",
-        verdict=agreement(all_hold(margins)),
+        predicted="n A = Gamma^{-1} (library's theory.icl_construction.ahn_optimal_preconditioner)",
+        measured={k: [round(v, 4) for v in vals] for k, vals in sweep.values.items()},
+        tolerance="0.15 (the claim's; finite training and SGD noise), on the worst seed",
+        verdict=decide(margins),
         margins=margins,
+        per_seed=sweep.to_json(),
         notes=[
-            f"config {config}",
-            f"run time {r.seconds:.1f} s",
-            f"risk trained {r.model_risk:.4f} vs optimum tr(S) - tr(S G^-1 S) = "
-            f"{r.optimal_risk:.4f}",
-            f"restart risks {[round(v, 4) for v in r.restart_risks]} (best kept)",
-            f"error vs Sigma^-1 would be {r.relative_error_vs_sigma_inverse:.3f}",
+            f"config {first.config} (seed {sweep.seeds[0]}); seeds {sweep.seeds}",
+            f"run time of the first seed {first.seconds:.1f} s",
+            f"restart risks of the first seed {[round(v, 4) for v in first.restart_risks]} "
+            "(best kept)",
+            "error vs Sigma^-1 (the seed's 'approximates Sigma^{-1}', 000:967) per seed: "
+            f"{[round(v, 3) for v in sweep['relative_error_vs_sigma_inverse']]}: reported",
+            "version 2 (issue 14): three seeds, worst seed decides; falsifier = planted bug "
+            "icl.ahn-gamma-is-sigma in theory/icl_construction.py (it was a swap of the "
+            "prediction); threshold 0.15 unchanged",
         ],
-        figures=[preconditioner_figure(r)],
-        details={"learned": r.learned, "gamma_inverse": r.gamma_inverse, "sigma": r.sigma},
+        figures=[preconditioner_figure(first)],
+        details={"learned": first.learned, "gamma_inverse": first.gamma_inverse,
+                 "sigma": first.sigma},
+    )
+
+@claim(
+    "icl.ahn-gamma-moment",
+    source="Ahn et al. 2023 (arXiv 2306.00297), Thm. 1 and its proof; " + SOURCE,
+    statement="""For x ~ N(0, Sigma), w* ~ N(0, I) and h = (1/n) X^T X w* (the label-weighted
+    context sum), E[h h^T] = Gamma Sigma with Gamma = ((n+1)/n) Sigma + (tr Sigma / n) I (Gaussian
+    fourth moments), so the optimal one-layer preconditioner E[w* h^T] E[h h^T]^{-1} is
+    Gamma^{-1}; checked by Monte Carlo against the library's Gamma to 5 standard errors.""",
+    tier=Tier.QUICK,
+    falsifier="icl.ahn-gamma-is-sigma",
+    expected="verified",
+    version=1,
+    seed_refs=[("000", 967, 967)],
+)
+def check_ahn_gamma_moment(ctx: Context) -> Evidence:
+    g = ctx.generator(510)
+    d, n, samples = 3, 10, 200_000
+    q, _ = torch.linalg.qr(torch.randn(d, d, generator=g, dtype=torch.float64))
+    sigma = q @ torch.diag(torch.tensor([0.25, 1.0, 2.5], dtype=torch.float64)) @ q.T
+    chol = torch.linalg.cholesky(sigma)
+    x = torch.randn(samples, n, d, generator=g, dtype=torch.float64) @ chol.T
+    w = torch.randn(samples, d, generator=g, dtype=torch.float64)
+    h = torch.einsum("bnd,bn->bd", x, (x @ w.unsqueeze(-1)).squeeze(-1)) / n  # (1/n) X^T X w
+    outer = h.unsqueeze(-1) * h.unsqueeze(-2)  # (B, d, d)
+    moment = outer.mean(0)
+    stderr = outer.std(0) / math.sqrt(samples)
+    predicted = ahn_gamma(sigma, n) @ sigma  # the library's Gamma
+    z = float(((moment - predicted).abs() / stderr).max())
+    cross = (w.unsqueeze(-1) * h.unsqueeze(-2)).mean(0)  # E[w h^T] = Sigma
+    optimum = cross @ torch.linalg.inv(moment)
+    gamma_inv = ahn_optimal_preconditioner(sigma, n)
+    rel = float(torch.linalg.norm(optimum - gamma_inv) / torch.linalg.norm(gamma_inv))
+    margins = [
+        # 9 entries, each ~normal by the CLT: P(max |z| > 5) < 9 * 6e-7
+        at_most("max over entries of |mean h h^T - Gamma Sigma| / standard error", z, 5.0),
+    ]
+    return Evidence(
+        predicted="E[h h^T] = Gamma Sigma (entrywise, within 5 standard errors)",
+        measured={"max_z": round(z, 3), "rel_error_optimum_vs_gamma_inverse": round(rel, 4)},
+        tolerance="5 Monte Carlo standard errors per entry (200000 draws)",
+        verdict=decide(margins),
+        margins=margins,
+        notes=[f"d = {d}, n = {n}, Sigma with eigenvalues 0.25, 1, 2.5 in a random basis",
+               f"the Monte Carlo optimum E[w h^T] E[h h^T]^-1 is within {rel:.4f} (relative "
+               "Frobenius) of Gamma^-1: reported, not a pass condition (its sampling error is "
+               "not derived here)",
+               "the quick check of theory.icl_construction.ahn_gamma, the prediction that "
+               "icl.preconditioned-optimum compares the trained layer with"],
+        details={"moment": moment.tolist(), "predicted": predicted.tolist(),
+                 "stderr": stderr.tolist()},
     )
