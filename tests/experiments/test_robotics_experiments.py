@@ -58,9 +58,10 @@ def test_multimodal_tiny():
     cfg = dataclasses.replace(robotics_multimodal.MultimodalConfig.tiny(), mse_steps=40,
                               act_steps=20, num_test=8)  # structure only
     res = robotics_multimodal.run(cfg)
-    assert set(res.outcomes) == {"mse", "act_sampled", "act_zero"}
+    assert set(res.outcomes) == {"mse", "act_sampled", "act_resampled", "act_zero"}
     for o in res.outcomes.values():
         assert 0.0 <= o.collision_rate <= 1.0 and len(o.paths) == 2
+        assert len(o.sides) == 8 and set(o.sides) <= {-1.0, 0.0, 1.0}
 
 
 @pytest.mark.slow
@@ -72,8 +73,9 @@ def test_dt_tiny_studies():
     # not the stitched 4 ...
     assert st.dt_by_target[3.0].ret == 3.0 and st.dt.reached != "C"
     # ... and reaches C once complete A->B->C episodes are in the data (the falsifier)
-    full = robotics_dt.run_stitching(
-        dataclasses.replace(robotics_dt.StitchingConfig.tiny(), include_full_trajectories=True))
+    full = robotics_dt.run_stitching(  # (1000 steps: the complete episodes' route is harder)
+        dataclasses.replace(robotics_dt.StitchingConfig.tiny(), include_full_trajectories=True,
+                            train_steps=1000))
     assert full.data_returns_at_a == [2.0, 3.0, 4.0] and full.dt.reached == "C"
     reach = robotics_dt.run_reachability(robotics_dt.ReachabilityConfig.tiny())
     assert len(reach.achieved) == 31 and all(math.isfinite(x) for x in reach.achieved)

@@ -3,10 +3,13 @@
 (000 §8.3.8; CLAIMS.md ``robotics.multimodal-actions``.) Demonstrations of the bimodal obstacle
 task (``envs/bimodal.py``) train (a) a single-step MLP with MSE loss (the conditional mean) and
 (b) ACT (CVAE, latent 32, L1 + 10 KL, chunk k) whose latent is SAMPLED once per episode at test
-time (the policy commits to a mode), and the same ACT with z = 0 for reference. The falsifier
-variant trains ACT's architecture with ``use_latent=False`` and an MSE reconstruction loss: a
-deterministic mean regressor, which must average the modes like the MSE MLP.
-Measured: collision rate, success rate, the side each rollout passes on, and trajectories.
+time (the policy commits to a mode), evaluated twice on the same starts with independent latent
+draws (``act_sampled``, ``act_resampled``: does z choose the side?), and the same ACT with z = 0
+for reference (``act_zero``). ``use_latent=False`` (optionally with an MSE reconstruction loss)
+trains ACT's architecture as a deterministic chunk regressor (an option of the study; the claim's
+falsifier is the planted bug ``robotics.act-latent-dropped`` in ``policies/act.py``).
+Measured: collision rate, success rate, the side each rollout passes on (per start, ``sides``),
+and trajectories.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ class MultimodalConfig:
     act_dim: int = 32
     act_layers: int = 1
     kl_weight: float = 10.0
-    use_latent: bool = True  # False (with "mse"): the falsifier variant (mean regressor)
+    use_latent: bool = True  # False: a deterministic chunk regressor (no encoder, no KL)
     reconstruction_loss: str = "l1"
     num_plot_paths: int = 10
 
@@ -81,6 +84,7 @@ class PolicyOutcome:
     success_rate: float
     left_fraction: float  # among rollouts that got past the obstacle's height
     paths: list[list[list[float]]] = field(default_factory=list)  # a few (T+1, 2) paths
+    sides: list[float] = field(default_factory=list)  # per start: -1 left, +1 right, 0 neither
 
 
 @dataclass
@@ -119,6 +123,7 @@ def evaluate(policy: ChunkPolicy, task: BimodalConfig, starts: np.ndarray, name:
         success_rate=float((done & ~hit).mean()),
         left_fraction=float((side[passed] < 0).mean()) if passed.any() else float("nan"),
         paths=traj[:num_plot].round(4).tolist(),
+        sides=side.tolist(),
     )
 
 
@@ -157,6 +162,10 @@ def run(config: MultimodalConfig, progress: Progress = None) -> MultimodalResult
     label = ("ACT (CVAE, z sampled per episode)" if config.use_latent
              else f"ACT architecture, no latent, {config.reconstruction_loss} (falsifier)")
     outcomes["act_sampled"] = evaluate(act_policy, task, starts, label, config.num_plot_paths)
+    # a second, independent latent per start (same starts): does z choose the side?
+    act_policy.generator.manual_seed(config.seed + 3)
+    outcomes["act_resampled"] = evaluate(act_policy, task, starts, label + ", second z draw",
+                                         config.num_plot_paths)
     zero_cfg = ACTConfig(**{**act_cfg.__dict__, "latent_sampling": "zero"})
     zero = build_seeded(lambda: ACTPolicy(zero_cfg), config.seed)
     zero.load_state_dict(act_policy.state_dict())

@@ -1,4 +1,4 @@
-"""robotics.* claims: registered in their package modules, full tier, trained runs memoised."""
+"""robotics.* claims: registered in their package modules, trained runs memoised."""
 
 from __future__ import annotations
 
@@ -14,15 +14,35 @@ from transformer_math.experiments import memo, robotics_compounding
 ROBOTICS = {c.id: c for c in all_claims() if c.topic == "robotics"}
 
 
-def test_all_robotics_claims_registered_in_full_tier() -> None:
-    assert set(ROBOTICS) == {
-        "robotics.compounding-error",
-        "robotics.chunking-tradeoff",
-        "robotics.multimodal-actions",
-        "robotics.dt-stitching",
-        "robotics.dt-return-reachability",
-    }
-    assert all(c.tier is Tier.FULL and c.falsifier is not None for c in ROBOTICS.values())
+TRAINED = {
+    "robotics.compounding-error",
+    "robotics.chunking-tradeoff",
+    "robotics.multimodal-actions",
+    "robotics.dt-stitching",
+    "robotics.dt-return-reachability",
+}
+QUICK = {
+    "robotics.temporal-ensembling",
+    "robotics.receding-horizon",
+    "robotics.return-to-go",
+    "robotics.dt-causal-conditioning",
+    "robotics.act-cvae",
+}
+
+
+def test_all_robotics_claims_registered_with_bug_falsifiers() -> None:
+    from transformer_math.bugs import load_all
+    from transformer_math.claims.registry import Falsifier
+
+    assert set(ROBOTICS) == TRAINED | QUICK
+    assert all(ROBOTICS[c].tier is Tier.FULL for c in TRAINED)
+    assert all(ROBOTICS[c].tier is Tier.QUICK for c in QUICK)
+    known = load_all()
+    for c in ROBOTICS.values():
+        assert isinstance(c.falsifier, Falsifier) and c.falsifier.bug in known, c.id
+        assert c.expected is not None and c.seed_refs, c.id
+    robotics_bugs = {n for n in known if n.startswith("robotics.")}
+    assert robotics_bugs <= {c.falsifier.bug for c in ROBOTICS.values()}
 
 
 def test_preset_takes_size_seed_and_overrides() -> None:

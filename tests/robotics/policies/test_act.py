@@ -96,3 +96,18 @@ def test_act_decoder_reads_the_memory_through_cross_attention_hooks():
     pattern = cache["layers.0.cross_attn.hook_pattern"]  # (B, H, k, 2): queries over memory
     assert pattern.shape == (4, 2, 3, 2)
     torch.testing.assert_close(pattern.sum(-1), torch.ones(4, 2, 3))
+
+
+# ---------------------------------------------------------------------------- planted bugs
+def test_bug_act_latent_dropped():
+    from transformer_math.bugs import plant
+
+    cfg = ACTConfig(2, 2, chunk_size=3, dim=16, num_heads=2, encoder_layers=1,
+                    decoder_layers=1, latent_dim=4)
+    act = build_seeded(lambda: ACTPolicy(cfg), 0).eval()
+    s = torch.randn(2, 2, generator=torch.Generator().manual_seed(1))
+    z1, z2 = torch.zeros(2, 4), torch.ones(2, 4)
+    with torch.no_grad():
+        assert float((act.decode(s, z1) - act.decode(s, z2)).abs().max()) > 1e-3
+        with plant("robotics.act-latent-dropped"):
+            torch.testing.assert_close(act.decode(s, z2), act.decode(s, z1), rtol=0, atol=0)

@@ -87,3 +87,39 @@ def test_dt_trunk_is_a_causal_transformer_preset():
     pattern = cache["trunk.layers.0.attn.hook_pattern"]  # (1, H, 12, 12), causal
     assert pattern.shape == (1, 1, 12, 12)
     assert float(pattern.triu(1).abs().max()) == 0.0
+
+
+# ---------------------------------------------------------------------------- planted bugs
+def test_bug_rtg_not_decremented():
+    from transformer_math.bugs import plant
+
+    def rollout():
+        dt = _dt()
+        dt.reset(torch.tensor([5.0]))
+        dt.select_action({"observation.state": torch.zeros(1, 3)})
+        for r in (2.0, 1.0):
+            dt.select_action({"observation.state": torch.zeros(1, 3),
+                              "reward": torch.tensor([r])})
+        return dt.conditioning_returns[0].tolist()
+
+    assert rollout() == [5.0, 3.0, 2.0]  # R_{t+1} = R_t - r_t
+    with plant("robotics.rtg-not-decremented"):
+        assert rollout() == [5.0, 5.0, 5.0]
+
+
+def test_bug_dt_noncausal():
+    from transformer_math.bugs import plant
+    from transformer_math.robotics.policies.decision_transformer import dt_trunk
+
+    @torch.no_grad()
+    def future_effect():
+        dt = _dt()
+        s, a, r, t = _dt_inputs()
+        base = dt.action_outputs(s, a, r, t)[:, 1]
+        a2 = a.clone()
+        a2[:, 1:] += 1.0  # a_1 and later actions: invisible to the prediction of a_1
+        return float((dt.action_outputs(s, a2, r, t)[:, 1] - base).abs().max())
+
+    assert dt_trunk(DTConfig(3, 2)).causal and future_effect() == 0.0
+    with plant("robotics.dt-noncausal"):
+        assert not dt_trunk(DTConfig(3, 2)).causal and future_effect() > 1e-4

@@ -73,3 +73,49 @@ def test_chunk_queue_open_loop_and_replan():
     assert got == [10, 20, 30]
     with pytest.raises(ValueError, match="mode"):
         make_executor("sometimes", 4)
+
+
+# ---------------------------------------------------------------------------- planted bugs
+def test_bug_ensemble_weights_reversed():
+    from transformer_math.bugs import plant
+
+    right = temporal_ensemble_weights(3, math.log(2.0), "oldest_first")
+    torch.testing.assert_close(right, torch.tensor([4.0, 2.0, 1.0]) / 7.0)  # oldest most
+    with plant("robotics.ensemble-weights-reversed"):
+        wrong = temporal_ensemble_weights(3, math.log(2.0), "oldest_first")
+        newest = temporal_ensemble_weights(3, math.log(2.0), "newest_first")
+    torch.testing.assert_close(wrong, torch.tensor([1.0, 2.0, 4.0]) / 7.0)  # newest most
+    torch.testing.assert_close(newest, torch.tensor([1.0, 2.0, 4.0]) / 7.0)  # unaffected
+
+
+def _stream(steps: int, k: int) -> list[torch.Tensor]:
+    # chunk issued at s: entry j is 10 s + j, so the executed value names (s, j)
+    return [torch.tensor([[[10.0 * s + j] for j in range(k)]]) for s in range(steps)]
+
+
+def _run(executor, chunks):
+    executor.reset()
+    queried, out = [], []
+    for t, c in enumerate(chunks):
+        out.append(float(executor(lambda o, t=t, c=c: (queried.append(t), c)[1],
+                                  torch.zeros(1, 1))[0, 0]))
+    return queried, out
+
+
+def test_bug_chunk_index_frozen():
+    from transformer_math.bugs import plant
+
+    chunks = _stream(6, 3)
+    assert _run(ChunkQueue(3), chunks) == ([0, 3], [0.0, 1.0, 2.0, 30.0, 31.0, 32.0])
+    with plant("robotics.chunk-index-frozen"):
+        assert _run(ChunkQueue(3), chunks) == ([0, 3], [0.0, 0.0, 0.0, 30.0, 30.0, 30.0])
+        assert _run(ChunkQueue(1), chunks)[1] == [0.0, 10.0, 20.0, 30.0, 40.0, 50.0]
+
+
+def test_bug_chunk_requery_every_step():
+    from transformer_math.bugs import plant
+
+    chunks = _stream(4, 2)
+    assert _run(ChunkQueue(2), chunks) == ([0, 2], [0.0, 1.0, 20.0, 21.0])
+    with plant("robotics.chunk-requery-every-step"):
+        assert _run(ChunkQueue(2), chunks) == ([0, 1, 2, 3], [0.0, 10.0, 20.0, 30.0])

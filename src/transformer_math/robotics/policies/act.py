@@ -12,8 +12,10 @@ with z of dimension 32 and beta = 10 (ACT's defaults).
   every predicted chunk (``latent_sampling="sample"``), or drawn once per episode and held until
   ``reset()`` (``"sample_per_episode"``: the policy commits to one mode for the whole episode).
 ``use_latent=False`` trains the decoder with z = 0 and no KL: a deterministic chunk regressor;
-with ``reconstruction_loss="mse"`` it regresses the conditional MEAN (the falsifier of
-``robotics.multimodal-actions``). ACT itself uses L1.
+with ``reconstruction_loss="mse"`` it regresses the conditional MEAN. ACT itself uses L1.
+Planted bug ``robotics.act-latent-dropped`` (:mod:`transformer_math.bugs`): the decoder's memory
+token of z is built from zeros (the falsifier of ``robotics.multimodal-actions``, killed by the
+quick ``robotics.act-cvae``).
 The three stacks are presets of the project's one ``TransformerConfig`` (:func:`act_trunks`):
 pre-LN, GELU MLP of width 4 d, final LayerNorm, inputs already ``dim`` wide (``inputs_embeds``),
 no head (``output_size=0``), bidirectional (``causal=False``); the decoder adds
@@ -28,10 +30,19 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from transformer_math.bugs import declare_bug, planted
 from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.init import reset_children
 from transformer_math.nn.transformer import Transformer
 from transformer_math.robotics.policies.base import ChunkPolicy, register_policy
+
+ACT_LATENT_DROPPED = declare_bug(
+    "robotics.act-latent-dropped",
+    "ACT's decoder never sees the CVAE latent: the memory token of z is built from zeros, so "
+    "the decoder is a deterministic chunk regressor (in training and at inference)",
+    module=__name__,
+    seen_in="a latent token left out of the decoder's memory (or z detached to zeros) trains "
+    "without error: the KL term then drives q(z | s, A) to the prior and nothing complains")
 
 LATENT_SAMPLING = ("zero", "sample", "sample_per_episode")
 RECONSTRUCTION_LOSSES = ("l1", "mse")
@@ -162,6 +173,8 @@ class ACTPolicy(ChunkPolicy):
 
     def decode(self, s: Tensor, z: Tensor) -> Tensor:
         """Normalised chunk (B, k, A) from normalised state (B, S) and latent (B, latent_dim)."""
+        if planted(ACT_LATENT_DROPPED):  # planted bug: falsifier of robotics.multimodal-actions
+            z = torch.zeros_like(z)
         memory = self.memory_encoder(
             inputs_embeds=torch.stack([self.mem_latent(z), self.mem_state(s)], dim=1)
             + self.mem_pos)  # (B, 2, d)

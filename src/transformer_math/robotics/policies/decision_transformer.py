@@ -23,9 +23,26 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from transformer_math.bugs import declare_bug, planted
 from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.transformer import Transformer
 from transformer_math.robotics.policies.base import STATE_KEY, register_policy
+
+RTG_NOT_DECREMENTED = declare_bug(
+    "robotics.rtg-not-decremented",
+    "Decision Transformer rollout: the return-to-go is never reduced by the collected rewards "
+    "(R_{t+1} = R_t instead of R_t - r_t)",
+    module=__name__,
+    seen_in="Chen et al. 2021 decrement R_{t+1} = R_t - r_t at evaluation; dropping that line "
+    "leaves a rollout that still runs and conditions every step on the initial target")
+DT_NONCAUSAL = declare_bug(
+    "robotics.dt-noncausal",
+    "the Decision Transformer's trunk attends bidirectionally (causal mask off): in training "
+    "the state token s_t sees a_t, so the model copies the label instead of modelling "
+    "p(a_t | R_t, s_t, history)",
+    module=__name__,
+    seen_in="a GPT trunk built with causal=False (or a missing mask) trains to a near-zero loss "
+    "and fails at rollout, where a_t is a placeholder")
 
 ACTION_TYPES = ("continuous", "discrete")
 MODALITIES = ("return", "state", "action")
@@ -56,9 +73,10 @@ class DTConfig:
 
 def dt_trunk(config: DTConfig) -> TransformerConfig:
     """The causal trunk over the 3 K interleaved tokens as a Transformer preset."""
+    causal = not planted(DT_NONCAUSAL)  # planted bug: falsifier of robotics.dt-stitching
     return TransformerConfig(hidden_size=config.dim, num_layers=config.num_layers,
                              num_heads=config.num_heads, max_seq_len=3 * config.context_len,
-                             position="none", output_size=0, causal=True, final_norm=True,
+                             position="none", output_size=0, causal=causal, final_norm=True,
                              dropout=config.dropout)
 
 
@@ -163,7 +181,10 @@ class DecisionTransformer(nn.Module):
         if self._hist["r"]:
             if "reward" not in batch:
                 raise ValueError("batch must contain 'reward' of the previous step after step 0")
-            rtg = self._hist["r"][-1] - torch.as_tensor(batch["reward"], dtype=torch.float32)
+            reward = torch.as_tensor(batch["reward"], dtype=torch.float32)
+            if planted(RTG_NOT_DECREMENTED):  # planted bug (zoo; reachability's falsifier)
+                reward = torch.zeros_like(reward)
+            rtg = self._hist["r"][-1] - reward
         else:
             rtg = self._target.expand(b).clone()
         self._hist["s"].append(s)
@@ -182,6 +203,13 @@ class DecisionTransformer(nn.Module):
         action = out if self.config.action_type == "continuous" else out.argmax(-1)
         self._hist["a"][-1] = action
         return action
+
+    @property
+    def conditioning_returns(self) -> Tensor:
+        """The returns-to-go the rollout has conditioned on so far, (B, steps) (R_1, R_2, ...)."""
+        if not self._hist["r"]:
+            return torch.zeros(0, 0)
+        return torch.stack(self._hist["r"], 1)
 
     def predict_action_chunk(self, batch: dict[str, Tensor]) -> Tensor:
         """DT predicts one action per step: a chunk of size 1 (B, 1, ...)."""

@@ -22,7 +22,31 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from transformer_math.bugs import declare_bug, planted
+
 ENSEMBLE_ORDERS = ("oldest_first", "newest_first")
+
+ENSEMBLE_WEIGHTS_REVERSED = declare_bug(
+    "robotics.ensemble-weights-reversed",
+    "ACT temporal ensembling weighs the NEWEST prediction most (w = exp(-m * age)) instead of "
+    "the oldest (w_i = exp(-m i), i = 0 the oldest)",
+    module=__name__,
+    seen_in="the order of ACT's weights is easy to flip: the seed (000 line 1269) and several "
+    "re-implementations index the predictions by age, Zhao et al.'s code by arrival")
+CHUNK_INDEX_FROZEN = declare_bug(
+    "robotics.chunk-index-frozen",
+    "the receding-horizon queue never advances inside a chunk: it executes the chunk's first "
+    "action a_{s|s} for all T_a steps",
+    module=__name__,
+    seen_in="an action-queue read at a fixed index (queue[0] without popping), a classic slip "
+    "of hand-written chunk executors")
+CHUNK_REQUERY_EVERY_STEP = declare_bug(
+    "robotics.chunk-requery-every-step",
+    "the receding-horizon queue re-queries the policy at every step and executes only the "
+    "first action, whatever n_action_steps (open-loop chunks silently become replanning)",
+    module=__name__,
+    seen_in="a queue that is refilled when empty but cleared by reset() every step; LeRobot "
+    "reports n_action_steps mismatches between training and deployment")
 
 
 def temporal_ensemble_weights(num_predictions: int, decay: float,
@@ -39,7 +63,10 @@ def temporal_ensemble_weights(num_predictions: int, decay: float,
     if order not in ENSEMBLE_ORDERS:
         raise ValueError(f"order must be one of {ENSEMBLE_ORDERS}, got {order!r}")
     i = torch.arange(num_predictions, dtype=torch.float64)
-    exponent = i if order == "oldest_first" else (num_predictions - 1 - i)
+    oldest_first = order == "oldest_first"
+    if oldest_first and planted(ENSEMBLE_WEIGHTS_REVERSED):  # planted bug (zoo)
+        oldest_first = False
+    exponent = i if oldest_first else (num_predictions - 1 - i)
     w = torch.exp(-decay * exponent)
     return (w / w.sum()).to(torch.float32)
 
@@ -61,6 +88,8 @@ class ChunkQueue:
         self._pos = 0
 
     def __call__(self, chunk_fn: ChunkFn, observation: Tensor) -> Tensor:
+        if planted(CHUNK_REQUERY_EVERY_STEP):  # planted bug: falsifier of chunking-tradeoff
+            self._queue = None
         if self._queue is None or self._pos >= self._queue.shape[1]:
             chunk = chunk_fn(observation)  # (B, k, A)
             if chunk.shape[1] < self.n_action_steps:
@@ -69,7 +98,8 @@ class ChunkQueue:
                     f"({chunk.shape[1]})"
                 )
             self._queue, self._pos = chunk[:, : self.n_action_steps], 0
-        action = self._queue[:, self._pos]
+        # planted bug (falsifier of robotics.compounding-error): the index never advances
+        action = self._queue[:, 0 if planted(CHUNK_INDEX_FROZEN) else self._pos]
         self._pos += 1
         return action
 
