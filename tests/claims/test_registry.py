@@ -12,7 +12,6 @@ from transformer_math.claims.registry import (
     Context,
     Evidence,
     Falsifier,
-    LegacyFalsifier,
     Refutation,
     SeedRef,
     Tier,
@@ -150,16 +149,6 @@ def test_a_crashing_falsifier_is_not_caught():
 
     res = run_claim(_claim(check, Falsifier(WRONG)), Context())
     assert res.falsifier_caught is False and res.problem
-
-
-def test_legacy_keyword_falsifier_still_runs_during_the_migration():
-    def check(ctx: Context, wrong: bool = False) -> Evidence:
-        m = 2.0 if wrong else 1.0
-        margins = [close_to("m", m, 1.0, abs_=0.1)]
-        return Evidence(1.0, m, 0.1, decide(margins), margins=margins)
-
-    res = run_claim(_claim(check, LegacyFalsifier("wrong", {"wrong": True})), Context())
-    assert res.falsifier_caught is True
 
 
 def test_json_has_the_documented_keys():

@@ -29,9 +29,8 @@ from transformer_math.claims.registry import (
     Claim,
     ClaimResult,
     Context,
-    Falsifier,
     Verdict,
-    _run_check,
+    run_check,
     run_claim,
 )
 
@@ -163,7 +162,7 @@ def run_zoo(
             if on_step is not None:
                 on_step(bug.name, c.id)
             with bugs.plant(bug.name):
-                evidence, error = _run_check(c.check, ctx, {})
+                evidence, error = run_check(c.check, ctx)
             row.verdicts[c.id] = evidence.verdict.value
             if error is not None:
                 row.outcomes[c.id] = CRASHED
@@ -179,4 +178,4 @@ def run_zoo(
 
 
 def _falsifier_is(c: Claim, bug: str) -> bool:
-    return isinstance(c.falsifier, Falsifier) and c.falsifier.bug == bug
+    return c.falsifier is not None and c.falsifier.bug == bug

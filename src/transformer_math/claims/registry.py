@@ -289,7 +289,7 @@ class Context:
             self.progress(min(max(fraction, 0.0), 1.0))
 
 
-CheckFn = Callable[..., Evidence]
+CheckFn = Callable[["Context"], Evidence]
 
 
 @dataclass(frozen=True)
@@ -309,19 +309,6 @@ class Falsifier:
             return self.description
         known = bugs.BUGS.get(self.bug)
         return known.description if known is not None else ""
-
-
-@dataclass(frozen=True)
-class LegacyFalsifier:
-    """A deliberately wrong variant as keyword arguments of the check (being retired, issue 14:
-    a falsifier must be a bug planted in the library)."""
-
-    name: str
-    kwargs: dict[str, Any]
-    description: str = ""
-
-    def describe(self) -> str:
-        return self.description
 
 
 SEED_FILES = {"000": "000", "003": "003", "004": "004"}  # the seed documents, by prefix
@@ -372,7 +359,7 @@ class Claim:
     statement: str
     tier: Tier
     check: CheckFn
-    falsifier: Falsifier | LegacyFalsifier | None = None
+    falsifier: Falsifier | None = None
     expected: Verdict | None = None
     version: int = 1
     seed_refs: tuple[SeedRef, ...] = ()
@@ -423,7 +410,7 @@ def claim(
     source: str,
     statement: str,
     tier: Tier | str = Tier.QUICK,
-    falsifier: Falsifier | LegacyFalsifier | str | None = None,
+    falsifier: Falsifier | str | None = None,
     expected: Verdict | str | None = None,
     version: int = 1,
     seed_refs: Iterable[SeedRef | tuple[str, int, int]] = (),
@@ -546,7 +533,7 @@ class ClaimResult:
         if c.falsifier is not None:
             falsifier = {
                 "name": c.falsifier.name,
-                "bug": c.falsifier.bug if isinstance(c.falsifier, Falsifier) else None,
+                "bug": c.falsifier.bug,
                 "description": c.falsifier.describe(),
                 "caught": self.falsifier_caught,
                 "verdict": self.falsifier_evidence.verdict.value
@@ -586,14 +573,14 @@ def claim_json(c: Claim) -> dict[str, Any]:
         "version": c.version,
         "seed_refs": [r.to_json() for r in c.seed_refs],
         "refutes": [r.to_json() for r in c.refutes],
-        "falsifier_bug": c.falsifier.bug if isinstance(c.falsifier, Falsifier) else None,
+        "falsifier_bug": c.falsifier.bug if c.falsifier is not None else None,
     }
 
 
-def _run_check(fn: CheckFn, ctx: Context, kwargs: dict[str, Any]) -> tuple[Evidence, str | None]:
+def run_check(fn: CheckFn, ctx: Context) -> tuple[Evidence, str | None]:
     """Run one check; a crash or a verdict the margins do not imply is reported as ``failed``."""
     try:
-        evidence = fn(ctx, **kwargs)
+        evidence = fn(ctx)
     except Exception as exc:  # a crashing check is a failed claim, reported with its traceback
         tb = traceback.format_exc(limit=6)
         return (
@@ -638,22 +625,19 @@ def _inconsistency(evidence: Evidence) -> str | None:
 
 
 def run_falsifier(c: Claim, ctx: Context) -> tuple[Evidence, str | None]:
-    """The claim's check with its falsifier's bug planted (or, for a legacy falsifier, its
-    keyword arguments)."""
+    """The claim's check with its falsifier's bug planted."""
     f = c.falsifier
     if f is None:
         raise ValueError(f"claim {c.id!r} has no falsifier")
-    if isinstance(f, LegacyFalsifier):
-        return _run_check(c.check, ctx, dict(f.kwargs))
     with bugs.plant(f.bug):
-        return _run_check(c.check, ctx, {})
+        return run_check(c.check, ctx)
 
 
 def run_claim(c: Claim, ctx: Context, *, falsifier: bool = True) -> ClaimResult:
     """Run a claim's check, then its falsifier (the same check with the falsifier's bug)."""
     start = time.perf_counter()
     with bugs.recording() as reached:
-        evidence, error = _run_check(c.check, ctx, {})
+        evidence, error = run_check(c.check, ctx)
     result = ClaimResult(claim=c, evidence=evidence, seconds=0.0, error=error,
                          reached=frozenset(reached))
     if not result.expected_met and error is None:
@@ -666,7 +650,7 @@ def run_claim(c: Claim, ctx: Context, *, falsifier: bool = True) -> ClaimResult:
         result.falsifier_caught = f_evidence.verdict is Verdict.FAILED and f_error is None
         if f_error is not None:
             evidence.notes.append(f"falsifier crashed instead of being detected: {f_error}")
-        if isinstance(c.falsifier, Falsifier) and c.falsifier.bug not in reached:
+        if c.falsifier.bug not in reached:
             evidence.notes.append(f"the clean run never passed the site of its falsifier's bug "
                                   f"{c.falsifier.bug!r}")
     result.seconds = time.perf_counter() - start

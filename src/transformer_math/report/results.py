@@ -116,15 +116,12 @@ def build_results(
 def claim_to_json(c: Claim) -> dict[str, Any]:
     """What ``tmath list --json`` shows of a registered claim (nothing is run): id, topic, tier,
     source, statement, expected verdict, version, seed lines, refuted statements, falsifier."""
-    from transformer_math.claims.registry import Falsifier, claim_json
+    from transformer_math.claims.registry import claim_json
 
     falsifier = None
     if c.falsifier is not None:
-        falsifier = {"name": c.falsifier.name, "description": c.falsifier.describe()}
-        if isinstance(c.falsifier, Falsifier):
-            falsifier["bug"] = c.falsifier.bug
-        else:
-            falsifier["kwargs"] = to_jsonable(dict(c.falsifier.kwargs))
+        falsifier = {"name": c.falsifier.name, "bug": c.falsifier.bug,
+                     "description": c.falsifier.describe()}
     return {**claim_json(c), "falsifier": falsifier}
 
 
