@@ -169,6 +169,22 @@ def at_most(name: str, value: float, threshold: float) -> Margin:
     return Margin(name, float(value), float(threshold), "<=")
 
 
+def exceeds(name: str, value: float, floor: float) -> Margin:
+    """``value >= floor`` for a quantity that must merely be non-negligible (a change, a
+    distance, a gap above rounding), compared in decades: ``log10 value >= log10 floor``.
+
+    Such a value is a random magnitude whose spread between seeds is of the order of the value
+    itself; in decades the slack says how many orders of magnitude the value clears the floor
+    by, which is what the condition is about.
+    """
+    if not floor > 0:
+        raise ValueError(f"floor must be > 0, got {floor}")
+    v = float(value)
+    logged = math.log10(v) if v > 0 and math.isfinite(v) else (math.inf if v == math.inf
+                                                                 else -math.inf)
+    return Margin(f"log10 {name}", logged, math.log10(floor), ">=")
+
+
 def close_to(name: str, measured: float, predicted: float, *, rel: float = 0.0,
              abs_: float = 0.0) -> Margin:
     """:func:`within` as a margin: ``|measured - predicted| <= max(abs_, rel |predicted|)``."""

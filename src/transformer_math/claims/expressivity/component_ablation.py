@@ -20,10 +20,10 @@ from transformer_math.claims.registry import (
     Margin,
     Refutation,
     Series,
-    at_least,
     at_most,
     claim,
     decide,
+    exceeds,
 )
 from transformer_math.claims.seeds import PerSeed, over_seeds
 from transformer_math.experiments import component_ablation
@@ -199,8 +199,8 @@ def check_ffn_only_tokenwise(ctx: Context) -> Evidence:
     margins = [
         at_most("FFN-only: max |change of output 0| / max(1, output scale)",
                 effect["ffn_only"] / scale, 1e-12),
-        at_least("attention-only: max |change of output 0|", effect["attention_only"], 1e-3),
-        at_least("full: max |change of output 0|", effect["full"], 1e-3),
+        exceeds("attention-only: max |change of output 0|", effect["attention_only"], 1e-3),
+        exceeds("full: max |change of output 0|", effect["full"], 1e-3),
     ]
     return Evidence(
         predicted={"ffn_only_change": 0.0, "attention_change_at_least": 1e-3},

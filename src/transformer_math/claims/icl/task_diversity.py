@@ -21,6 +21,7 @@ from transformer_math.claims.registry import (
     at_most,
     claim,
     decide,
+    exceeds,
 )
 from transformer_math.claims.seeds import over_seeds
 from transformer_math.data.regression import sample_regression
@@ -196,7 +197,7 @@ def check_regression_prompt_causal(ctx: Context) -> Evidence:
     margins = [
         # float64 forward pass of a 2-layer model: rounding ~1e-15; 1e-10 leaves room
         at_most("max |change of the predictions at i <= j| when y_j moves by 1", leak, 1e-10),
-        at_least("min over i > j of the largest change when y_j moves by 1", reach, 1e-6),
+        exceeds("min over i > j of the largest change when y_j moves by 1", reach, 1e-6),
     ]
     return Evidence(
         predicted="no change at i <= j; a change at every i > j",

@@ -6,7 +6,14 @@ from __future__ import annotations
 import torch
 
 from transformer_math.claims.position._common import SEED_000, randn
-from transformer_math.claims.registry import Context, Evidence, at_least, at_most, claim, decide
+from transformer_math.claims.registry import (
+    Context,
+    Evidence,
+    at_most,
+    claim,
+    decide,
+    exceeds,
+)
 from transformer_math.experiments.rope_extrapolation import window_mask
 from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.transformer import build_transformer
@@ -48,7 +55,7 @@ def check_window_relative(ctx: Context) -> Evidence:
     # is 100 times that: the full causal layer reads keys outside the window.
     margins = [
         at_most("max |windowed output - window alone|", err, 1e-4),
-        at_least("max |full causal output - window alone| (the window matters)", contrast, 1e-2),
+        exceeds("max |full causal output - window alone| (the window matters)", contrast, 1e-2),
     ]
     return Evidence(
         predicted={"windowed - alone": 0.0, "full - alone": "> 0"},

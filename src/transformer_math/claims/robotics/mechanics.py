@@ -31,6 +31,7 @@ from transformer_math.claims.registry import (
     at_most,
     claim,
     decide,
+    exceeds,
 )
 from transformer_math.claims.robotics._common import SOURCE
 from transformer_math.experiments.robotics_dt import grid_batch, returns_to_go
@@ -295,8 +296,8 @@ def check_dt_causal_conditioning(ctx: Context) -> Evidence:
     margins = [
         at_most("max |change of a_t's output| when a_t and later tokens change", d_future,
                 1e-6),
-        at_least("max |change| when R_t changes", d_rtg, 1e-4),
-        at_least("max |change| when s_t changes", d_state, 1e-4),
+        exceeds("max |change| when R_t changes", d_rtg, 1e-4),
+        exceeds("max |change| when s_t changes", d_state, 1e-4),
     ]
     return Evidence(
         predicted={"a_t, later tokens": "no effect", "R_t, s_t": "an effect"},
@@ -351,7 +352,7 @@ def check_act_cvae(ctx: Context) -> Evidence:
         at_most("|forward loss - (L1 + 10 KL) recomputed|", err_loss, 1e-4),
         at_most("|act_loss - (L1 + 10 KL) closed form|", err_act_loss, 1e-4),
         at_most("max |inference chunk - decode(s, z = 0)|", err_zero, 1e-6),
-        at_least("max |decode(s, z1) - decode(s, z2)|", d_latent, 1e-3),
+        exceeds("max |decode(s, z1) - decode(s, z2)|", d_latent, 1e-3),
     ]
     return Evidence(
         predicted={"loss": "L1 + 10 KL", "inference": "z = 0", "latent": "changes the chunk"},
