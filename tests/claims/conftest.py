@@ -24,6 +24,7 @@ from transformer_math.claims.registry import (
     Size,
     Tier,
     all_claims,
+    get_claim,
     run_claim,
 )
 
@@ -77,5 +78,26 @@ def quick_runs() -> Callable[..., dict[str, Run]]:
             finally:
                 torch.set_num_threads(before)
         return cache[key]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def full_runs() -> Callable[[str], ClaimResult]:
+    """``full_runs(claim_id)``: the claim with its falsifier at size tiny, seed 0, one seed, run
+    once per session (one thread) and shared by every test that reads it (a training claim
+    takes tens of seconds; the topic tests and ``test_every_claim`` read the same run)."""
+    cache: dict[str, ClaimResult] = {}
+
+    def get(claim_id: str) -> ClaimResult:
+        if claim_id not in cache:
+            before = torch.get_num_threads()
+            torch.set_num_threads(1)
+            try:
+                cache[claim_id] = run_claim(get_claim(claim_id),
+                                            Context(seed=0, size=Size.TINY, seeds=1))
+            finally:
+                torch.set_num_threads(before)
+        return cache[claim_id]
 
     return get

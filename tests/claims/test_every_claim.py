@@ -16,13 +16,10 @@ import pytest
 
 from transformer_math import bugs
 from transformer_math.claims.registry import (
-    Context,
     Falsifier,
-    Size,
     Tier,
     Verdict,
     all_claims,
-    run_claim,
 )
 
 CLAIMS = all_claims()
@@ -70,8 +67,8 @@ def test_quick_claim_holds_and_falsifier_is_caught(claim, quick_runs):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("claim", [c for c in CLAIMS if c.tier is Tier.FULL], ids=lambda c: c.id)
-def test_full_claim_tiny_config_runs(claim):
-    res = run_claim(claim, Context(seed=0, size=Size.TINY, seeds=1))
+def test_full_claim_tiny_config_runs(claim, full_runs):
+    res = full_runs(claim.id)
     assert res.error is None, res.error
     assert res.evidence.measured is not None
     assert res.expected_met, (claim.expected, res.evidence.verdict, res.evidence.notes[-3:])

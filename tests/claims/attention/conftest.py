@@ -1,5 +1,6 @@
 """The attention claims' results at size tiny, seed 0: each claim and its falsifier run once per
-test session, shared by the tests of this package."""
+test session (the shared ``full_runs`` of ``tests/claims/conftest.py``, one seed for the
+full-tier claim), shared by the tests of this package and ``test_every_claim``."""
 
 from __future__ import annotations
 
@@ -7,18 +8,9 @@ from collections.abc import Callable
 
 import pytest
 
-from transformer_math.claims.registry import ClaimResult, Context, Size, get_claim, run_claim
-
-TINY = Context(seed=0, size=Size.TINY, seeds=1)  # one seed for the full-tier claim (CI time)
+from transformer_math.claims.registry import ClaimResult
 
 
 @pytest.fixture(scope="session")
-def attention_result() -> Callable[[str], ClaimResult]:
-    cache: dict[str, ClaimResult] = {}
-
-    def get(claim_id: str) -> ClaimResult:
-        if claim_id not in cache:
-            cache[claim_id] = run_claim(get_claim(claim_id), TINY)
-        return cache[claim_id]
-
-    return get
+def attention_result(full_runs: Callable[[str], ClaimResult]) -> Callable[[str], ClaimResult]:
+    return full_runs

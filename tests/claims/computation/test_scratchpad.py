@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from transformer_math.claims.registry import Context, Size, Verdict, get_claim, run_claim
+from transformer_math.claims.registry import Verdict, get_claim
 
 
 @pytest.mark.slow
-def test_parity_tiny_is_verified_and_its_falsifier_caught():
+def test_parity_tiny_is_verified_and_its_falsifier_caught(full_runs):
     claim = get_claim("computation.parity")
-    res = run_claim(claim, Context(seed=0, size=Size.TINY, seeds=1))
+    res = full_runs("computation.parity")
     assert res.evidence.verdict is Verdict.VERIFIED, res.evidence.measured
     assert res.evidence.per_seed["seeds"] == [0]
     assert claim.falsifier.bug in res.reached

@@ -39,9 +39,9 @@ def test_quick_claims_both_directions(c) -> None:  # type: ignore[no-untyped-def
 @pytest.mark.slow
 @pytest.mark.parametrize("c", [c for c in EXPRESSIVITY if c.tier is Tier.FULL],
                          ids=lambda c: c.id)
-def test_full_claims_one_seed(c) -> None:  # type: ignore[no-untyped-def]
-    """The training claims at tiny size, one seed (minutes: slow)."""
-    result = run_claim(c, Context(seed=0, size=Size.TINY, seeds=1))
+def test_full_claims_one_seed(c, full_runs) -> None:  # type: ignore[no-untyped-def]
+    """The training claims at tiny size, one seed (minutes: slow; the shared run)."""
+    result = full_runs(c.id)
     assert result.error is None and result.expected_met, result.evidence.notes[-1:]
     assert result.falsifier_caught is True
     assert result.evidence.per_seed is not None

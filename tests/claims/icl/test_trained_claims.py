@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from transformer_math.claims.registry import Context, Size, get_claim, run_claim
+from transformer_math.claims.registry import get_claim
 
 FULL = [
     "icl.trained-matches-gd",
@@ -18,9 +18,9 @@ FULL = [
 
 @pytest.mark.slow
 @pytest.mark.parametrize("claim_id", FULL)
-def test_full_claim_tiny(claim_id: str) -> None:
+def test_full_claim_tiny(claim_id: str, full_runs) -> None:
     claim = get_claim(claim_id)
-    result = run_claim(claim, Context(seed=0, size=Size.TINY, seeds=1))
+    result = full_runs(claim_id)
     assert result.error is None, result.error
     assert result.expected_met, result.evidence.notes
     assert result.evidence.margins and all(m.holds for m in result.evidence.margins)

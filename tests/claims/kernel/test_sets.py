@@ -4,7 +4,7 @@ import pytest
 
 from transformer_math.bugs import plant
 from transformer_math.claims.kernel.sets import REQUIRED_GAP, check_set_invariance
-from transformer_math.claims.registry import CLAIMS, Context, Size, Verdict, run_claim
+from transformer_math.claims.registry import Context, Size, Verdict
 
 
 def test_set_invariance_margins_and_the_bug_breaks_only_attention_models():
@@ -23,9 +23,8 @@ def test_set_invariance_margins_and_the_bug_breaks_only_attention_models():
 
 
 @pytest.mark.slow
-def test_deepsets_vs_set_transformer_tiny():
-    claim = CLAIMS["kernel.deepsets-vs-set-transformer"]
-    result = run_claim(claim, Context(seed=0, size=Size.TINY, seeds=1))
+def test_deepsets_vs_set_transformer_tiny(full_runs):
+    result = full_runs("kernel.deepsets-vs-set-transformer")
     assert result.error is None
     assert result.evidence.verdict is Verdict.VERIFIED
     assert result.falsifier_caught is True

@@ -9,7 +9,7 @@ from transformer_math.claims.memory.crosstalk import (
     _sweep,
     check_outer_product_crosstalk,
 )
-from transformer_math.claims.registry import CLAIMS, Context, Size, Verdict, run_claim
+from transformer_math.claims.registry import CLAIMS, Context, Size, Verdict
 from transformer_math.theory.associative_memory import (
     GatedMLPMemory,
     OuterProductMemory,
@@ -51,7 +51,7 @@ def test_claim_verified_with_the_nearest_value_point():
 
 
 @pytest.mark.slow
-def test_claim_falsifier_caught():
-    result = run_claim(CLAIMS["memory.outer-product-crosstalk"], Context(seed=0, size=Size.TINY))
+def test_claim_falsifier_caught(quick_runs):
+    result = quick_runs(0)["memory.outer-product-crosstalk"].result
     assert result.error is None and result.falsifier_caught is True
     assert "memory.outer-product-transposed" in result.reached

@@ -6,10 +6,9 @@ from __future__ import annotations
 import math
 
 import pytest
-import torch
 
 from transformer_math.claims.position import extrapolation
-from transformer_math.claims.registry import Context, Size, Verdict, all_claims, all_hold, run_claim
+from transformer_math.claims.registry import Context, Size, Verdict, all_hold
 from transformer_math.experiments.rope_extrapolation import (
     RopeExtrapolationConfig,
     RopeExtrapolationResult,
@@ -72,14 +71,8 @@ def test_loss_table_and_figure() -> None:
 
 
 @pytest.mark.slow
-def test_extrapolation_experiment_tiny() -> None:
-    c = next(c for c in all_claims() if c.id == "position.extrapolation-experiment")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny tensors: one thread avoids oversubscription on 2 cores
-    try:
-        result = run_claim(c, Context(seed=0, size=Size.TINY, seeds=1))
-    finally:
-        torch.set_num_threads(threads)
+def test_extrapolation_experiment_tiny(full_runs) -> None:
+    result = full_runs("position.extrapolation-experiment")
     assert result.error is None, result.evidence.notes
     assert result.evidence.verdict is Verdict.VERIFIED, result.evidence.measured
     assert result.falsifier_caught is True
