@@ -122,13 +122,22 @@ def test_rope_types_come_from_the_registry():
 
 def test_shapes_are_validated_before_the_model_is_allocated(tmp_path: Path):
     """A config of ~4e11 parameters with a one-tensor file fails on the headers: the model is
-    only ever built on the meta device before the check."""
+    only ever built on the meta device before the check (the layer count is compared with the
+    stored layer indices first)."""
     cfg = {"model_type": "llama", "vocab_size": 1 << 20, "hidden_size": 1 << 16,
            "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 1 << 16,
            "max_position_embeddings": 32}
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     save_file({"model.norm.weight": torch.ones(1 << 16)}, str(tmp_path / "model.safetensors"))
-    with pytest.raises(ValueError, match=r"20 missing tensor\(s\): \['lm_head.weight'"):
+    with pytest.raises(ValueError, match=r"num_hidden_layers in .*config.json is 2 but the "
+                                         r"checkpoint stores no layer tensors"):
+        from_pretrained(tmp_path)
+    cfg["num_hidden_layers"] = 1  # the layer count fits: the missing tensors are listed
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    save_file({"model.norm.weight": torch.ones(1 << 16),
+               "model.layers.0.input_layernorm.weight": torch.ones(1 << 16)},
+              str(tmp_path / "model.safetensors"))
+    with pytest.raises(ValueError, match=r"10 missing tensor\(s\): \['lm_head.weight'"):
         from_pretrained(tmp_path)
 
 

@@ -1,2 +1,4 @@
 """Load and save Llama-, GPT-2- and Meta-format checkpoints as ``nn.transformer.Transformer``
-(``io.py``: files; ``adapters/``: one name table per family; ``info.py``: token ids)."""
+(``io.py``: directories, validation, loading; ``files.py``: paths confined to the directory and
+checked safetensors headers; ``adapters/``: one name table per family and ``adapters/keys.py``,
+the typed config-value readers; ``info.py``: token ids)."""

@@ -27,13 +27,19 @@ class CheckpointInfo:
     dtype: str | None = None
 
     @classmethod
-    def from_config(cls, family: str, cfg: Mapping[str, Any]) -> CheckpointInfo:
-        """The token ids (and dtype) of an HF ``config.json`` dict."""
-        eos = cfg.get("eos_token_id")
-        return cls(family=family, bos_token_id=cfg.get("bos_token_id"),
-                   eos_token_id=tuple(eos) if isinstance(eos, list | tuple) else eos,
-                   pad_token_id=cfg.get("pad_token_id"),
-                   dtype=cfg.get("dtype", cfg.get("torch_dtype")))
+    def from_config(cls, family: str, cfg: Mapping[str, Any], source: str = "config.json"
+                    ) -> CheckpointInfo:
+        """The token ids (and dtype) of an HF ``config.json`` dict; ids must be JSON integers
+        (``eos_token_id``: or a list of them), ``dtype`` a string."""
+        from transformer_math.checkpoints.adapters.keys import str_key, token_ids
+
+        dtype = cfg.get("dtype", cfg.get("torch_dtype"))
+        if dtype is not None:
+            dtype = str_key({"dtype": dtype}, "dtype", source=source)
+        bos, pad = (token_ids(cfg, k, source=source) for k in ("bos_token_id", "pad_token_id"))
+        return cls(family=family, bos_token_id=bos,  # type: ignore[arg-type]
+                   eos_token_id=token_ids(cfg, "eos_token_id", source=source, many=True),
+                   pad_token_id=pad, dtype=dtype)  # type: ignore[arg-type]
 
     def to_config(self) -> dict[str, Any]:
         """The token-id entries of an HF ``config.json`` dict."""

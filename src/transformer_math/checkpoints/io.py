@@ -6,23 +6,38 @@ Hugging Face layout: ``config.json`` and either ``model.safetensors`` or shards 
 ``params.json`` + ``consolidated.00.pth`` or ``consolidated.safetensors``.
 
 What the tensors mean is the family adapter's business (``checkpoints/adapters``: one name table
-per family, read in both directions); this module does the files. Loading is
+per family, read in both directions); this module does the files. Nothing in a directory is
+trusted, and the whole directory is checked before the first tensor is read. Loading is
 
-1. config file -> ``TransformerConfig`` preset + :class:`CheckpointInfo` (sizes checked);
-2. the model built on the ``meta`` device (no memory) and the adapter's ``save`` transforms
-   applied to it give the name and shape of every tensor the checkpoint must hold; they are
-   compared with the stored names and shapes (safetensors headers: no weight is read);
-3. only then is the model allocated, the tensors read, converted (``load``) and copied in.
+1. every file resolved inside the directory (``checkpoints/files.py``: plain file names only,
+   no ``..``, no absolute shard names, symbolic links followed only while they stay inside;
+   nothing outside is opened or stat'ed);
+2. config file -> ``TransformerConfig`` preset + :class:`CheckpointInfo`: every value
+   type-checked with a message naming the key (``adapters/keys.py``), sizes bounded
+   (``nn.config.MAX_SIZE`` per field, ``MAX_PARAMETERS`` for the weights they imply);
+3. the safetensors headers checked against the file sizes (``files.read_header``: header length,
+   dtypes, shapes against byte ranges, byte ranges against the file; no weight read);
+4. the config's layer count compared with the stored layer indices, then the name and shape of
+   every tensor the checkpoint must hold (the adapter's ``save`` transforms applied to a
+   ONE-layer ``meta``-device model: no memory, cost independent of the layer count) compared
+   with the stored names, shapes and dtypes (floating point);
+5. only then is the model allocated (on the CPU directly), the tensors read, converted
+   (``load``) and copied in.
 
-Errors: unknown architectures, unsupported options, missing or unexpected tensors and shape
-mismatches raise ``ValueError`` naming the tensor(s), the expected and the received values.
+Errors: unknown architectures, unsupported options, wrong value types, files leaving the
+directory, forged headers, missing or unexpected tensors and shape mismatches raise
+``ValueError`` (``FileNotFoundError`` for an absent file) naming the file, key or tensor, the
+expected and the received values.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +45,14 @@ import torch
 from torch import Tensor
 
 from transformer_math.checkpoints.adapters import ADAPTERS, Adapter, Rule
+from transformer_math.checkpoints.files import (
+    check_name,
+    inside,
+    optional_file,
+    read_header,
+    read_json,
+    regular_file,
+)
 from transformer_math.checkpoints.info import CheckpointInfo
 from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.init import no_init_draws
@@ -45,6 +68,11 @@ def hf_family(cfg: Mapping[str, Any], source: str = "config.json") -> str:
     """The ``ADAPTERS`` name of an HF config (by ``model_type``, then ``architectures``)."""
     hf = ADAPTERS.where(layout="hf")
     model_type, archs = cfg.get("model_type"), cfg.get("architectures") or []
+    if model_type is not None and not isinstance(model_type, str):
+        raise ValueError(f"model_type in {source} must be a string, got {model_type!r}"[:300])
+    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+        raise ValueError(f"architectures in {source} must be a list of strings, got "
+                         f"{archs!r}"[:300])
     for name in hf:
         if ADAPTERS.metadata(name)["model_type"] == model_type:
             return name
@@ -61,7 +89,7 @@ def config_from_hf(cfg: Mapping[str, Any], source: str = "config.json",
     """An HF ``config.json`` dict -> (TransformerConfig preset, CheckpointInfo)."""
     family = hf_family(cfg, source)
     try:
-        return ADAPTERS.get(family).read_config(cfg, shapes or {})
+        return ADAPTERS.get(family).read_config(cfg, shapes or {}, source=source)
     except KeyError as err:
         raise ValueError(f"{source}: {family} config lacks the required key {err.args[0]!r}"
                          ) from None
@@ -84,8 +112,9 @@ def config_to_file(config: TransformerConfig, info: CheckpointInfo) -> dict[str,
     gives the same architecture (so a config the family cannot express is never saved)."""
     adapter = ADAPTERS.get(info.family)
     cfg = adapter.write_config(config, info)
-    back, _ = adapter.read_config(cfg, {"tok_embeddings.weight": (config.vocab_size or 0,),
-                                        "layers.0.feed_forward.w1.weight": (config.ffn_size,)})
+    sizes = {"tok_embeddings.weight": (config.vocab_size or 0, config.hidden_size),
+             "layers.0.feed_forward.w1.weight": (config.ffn_size, config.hidden_size)}
+    back, _ = adapter.read_config(cfg, sizes)
     want, got = _architecture(config), _architecture(back)
     if want != got:
         diff = [f"{f.name}={getattr(want, f.name)!r} (saved as {getattr(got, f.name)!r})"
@@ -113,102 +142,142 @@ def infer_info(model: Transformer) -> CheckpointInfo:
 # ------------------------------------------------------------------------------ file reading
 
 
-def _read_json(path: Path, what: str) -> dict[str, Any]:
-    if not path.is_file():
-        raise FileNotFoundError(f"{str(path)!r} not found: {what}")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{str(path)!r} is not valid JSON: {err}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{str(path)!r} must hold a JSON object, got {type(data).__name__}")
-    return data
+INDEX = "model.safetensors.index.json"
 
 
-def read_config(path: str | Path) -> dict[str, Any]:
-    """The parsed ``config.json`` of a checkpoint directory."""
+def _root(path: str | Path) -> Path:
     root = Path(path)
     if not root.is_dir():
         raise FileNotFoundError(f"checkpoint directory {str(root)!r} does not exist")
-    return _read_json(root / "config.json", "a Hugging Face checkpoint directory needs "
-                                            "config.json")
+    return root
 
 
-def _shards(root: Path) -> list[Path] | None:
-    """The safetensors files of an HF directory (None: no safetensors)."""
-    single, index = root / "model.safetensors", root / "model.safetensors.index.json"
-    if single.is_file():
-        return [single]
-    if not index.is_file():
-        return None
-    weight_map = json.loads(index.read_text()).get("weight_map")
+def read_config(path: str | Path) -> dict[str, Any]:
+    """The parsed ``config.json`` of a checkpoint directory (a regular file inside it, a JSON
+    object)."""
+    root = _root(path)
+    file = inside(root, "config.json", "config file")
+    if not os.path.lexists(file):
+        raise FileNotFoundError(f"{str(root / 'config.json')!r} not found: a Hugging Face "
+                                "checkpoint directory needs config.json")
+    return read_json(file, "config file")
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What a checkpoint directory holds, from its headers only: tensor name -> shape, dtype
+    name and whether the dtype is floating point; ``read()`` then loads every tensor (call it
+    only after validation)."""
+
+    shapes: dict[str, tuple[int, ...]]
+    dtypes: dict[str, str]
+    floating: dict[str, bool]
+    read: Any
+
+
+def _shard_files(root: Path, index: Path) -> tuple[list[tuple[str, Path]], dict[str, str]]:
+    """The checked shard files of ``index`` as (name in the index, resolved path) and its weight
+    map (every entry a plain file name inside ``root``, checked before any shard is
+    touched)."""
+    data = read_json(index, "index file")
+    weight_map = data.get("weight_map")
     if not isinstance(weight_map, dict) or not weight_map:
-        raise ValueError(f"{str(index)!r} has no 'weight_map' object")
-    files = [root / f for f in sorted(set(weight_map.values()))]
-    for f in files:
-        if not f.is_file():
-            raise FileNotFoundError(f"shard {f.name!r} listed in {index.name} is missing")
-    return files
+        raise ValueError(f"{index.name} has no 'weight_map' object (tensor name -> file name)")
+    for tensor, name in weight_map.items():
+        check_name(name, f"{index.name} entry {tensor!r}: the file")
+    files = []
+    for name in sorted(set(weight_map.values())):
+        shard = inside(root, name, f"{index.name} entry for shard")
+        if not os.path.lexists(shard):
+            raise FileNotFoundError(f"shard {name!r} listed in {index.name} is missing")
+        files.append((name, regular_file(shard, f"shard {name!r} listed in {index.name}")))
+    return files, weight_map
 
 
-def _legacy(root: Path) -> Path:
-    legacy = root / "pytorch_model.bin"
-    if not legacy.is_file():
-        raise FileNotFoundError(f"no model.safetensors, model.safetensors.index.json or "
-                                f"pytorch_model.bin in {str(root)!r}")
-    return legacy
+def _safetensors_load(file: Path, name: str) -> dict[str, Tensor]:
+    from safetensors.torch import load_file
 
-
-def _torch_load(path: Path) -> dict[str, Tensor]:
-    """``torch.load`` of tensors only (``weights_only``), memory-mapped when the file allows."""
     try:
-        return dict(torch.load(str(path), map_location="cpu", weights_only=True, mmap=True))
-    except RuntimeError:  # the legacy (non-zip) format cannot be memory-mapped
-        return dict(torch.load(str(path), map_location="cpu", weights_only=True))
+        return load_file(str(file))
+    except MemoryError:
+        raise
+    except Exception as err:  # safetensors raises its own error types
+        raise ValueError(f"safetensors file {name!r} cannot be read: {err}"[:400]) from None
 
 
-def _safetensors_shapes(files: list[Path]) -> dict[str, tuple[int, ...]]:
-    from safetensors import safe_open
+def _from_safetensors(files: list[tuple[str, Path]], weight_map: dict[str, str] | None
+                      ) -> Stored:
+    """Headers of every (name, path) file (checked), and the reader."""
+    headers = {fname: read_header(f, fname) for fname, f in files}
+    shapes, dtypes, floating = {}, {}, {}
+    for fname, header in headers.items():
+        for name, t in header.items():
+            if weight_map is not None and weight_map.get(name) != fname:
+                continue  # the index assigns this tensor elsewhere (or not at all)
+            shapes[name], dtypes[name], floating[name] = t.shape, t.dtype, t.floating
+    if weight_map is not None:
+        absent = sorted(k for k in weight_map if k not in shapes)
+        if absent:
+            raise ValueError(f"shard {weight_map[absent[0]]!r} lacks tensors the index assigns "
+                             f"to it: {absent[:5]}"[:400])
 
-    shapes: dict[str, tuple[int, ...]] = {}
-    for f in files:
-        with safe_open(str(f), framework="pt") as handle:
-            for name in handle.keys():  # noqa: SIM118 (safe_open is not a dict)
-                shapes[name] = tuple(handle.get_slice(name).get_shape())
-    return shapes
+    def read() -> dict[str, Tensor]:
+        out: dict[str, Tensor] = {}
+        for fname, f in files:
+            tensors = _safetensors_load(f, fname)
+            out.update({k: v for k, v in tensors.items() if k in shapes and (
+                weight_map is None or weight_map[k] == fname)})
+        return out
+
+    return Stored(shapes, dtypes, floating, read)
+
+
+def _from_torch(file: Path) -> Stored:
+    """A ``torch.save`` file (``weights_only``: tensors only, memory-mapped when possible)."""
+    try:
+        try:
+            tensors = torch.load(str(file), map_location="cpu", weights_only=True, mmap=True)
+        except RuntimeError:  # the legacy (non-zip) format cannot be memory-mapped
+            tensors = torch.load(str(file), map_location="cpu", weights_only=True)
+    except MemoryError:
+        raise
+    except Exception as err:  # pickle, zip and torch errors alike
+        raise ValueError(f"{file.name!r} is not a readable torch tensor file: "
+                         f"{type(err).__name__}: {err}"[:400]) from None
+    if not isinstance(tensors, dict) or not all(
+            isinstance(k, str) and isinstance(v, Tensor) for k, v in tensors.items()):
+        raise ValueError(f"{file.name!r} must hold a dict of tensor name -> tensor")
+    return Stored({k: tuple(v.shape) for k, v in tensors.items()},
+                  {k: str(v.dtype).removeprefix("torch.") for k, v in tensors.items()},
+                  {k: v.is_floating_point() for k, v in tensors.items()}, lambda: tensors)
+
+
+def stored_tensors(path: str | Path) -> Stored:
+    """Names, shapes and dtypes of an HF directory's tensors from the safetensors headers (a
+    legacy ``pytorch_model.bin`` is memory-mapped); every file confined to the directory
+    (``checkpoints/files.py``). No weight is read."""
+    root = _root(path)
+    single = optional_file(root, "model.safetensors", "weights file")
+    if single is not None:
+        return _from_safetensors([("model.safetensors", single)], None)
+    index = optional_file(root, INDEX, "index file")
+    if index is not None:
+        return _from_safetensors(*_shard_files(root, index))
+    legacy = optional_file(root, "pytorch_model.bin", "weights file")
+    if legacy is None:
+        raise FileNotFoundError(f"no model.safetensors, {INDEX} or pytorch_model.bin in "
+                                f"{str(root)!r}")
+    return _from_torch(legacy)
 
 
 def read_tensor_shapes(path: str | Path) -> dict[str, tuple[int, ...]]:
     """Tensor name -> shape of an HF directory from the safetensors headers (no weight read)."""
-    root = Path(path)
-    files = _shards(root)
-    if files is None:
-        return {k: tuple(v.shape) for k, v in _torch_load(_legacy(root)).items()}
-    return _safetensors_shapes(files)
+    return stored_tensors(path).shapes
 
 
 def read_tensors(path: str | Path) -> dict[str, Tensor]:
     """Every tensor of an HF directory (single file, sharded index, or legacy .bin)."""
-    from safetensors.torch import load_file
-
-    root = Path(path)
-    files = _shards(root)
-    if files is None:
-        return _torch_load(_legacy(root))
-    if len(files) == 1 and files[0].name == "model.safetensors":
-        return load_file(str(files[0]))
-    index = root / "model.safetensors.index.json"
-    weight_map = json.loads(index.read_text())["weight_map"]
-    out: dict[str, Tensor] = {}
-    for f in files:
-        tensors = load_file(str(f))
-        wanted = {k for k, v in weight_map.items() if v == f.name}
-        absent = sorted(wanted - set(tensors))
-        if absent:
-            raise ValueError(f"shard {f.name!r} lacks tensors the index assigns to it: "
-                             f"{absent[:5]}")
-        out.update({k: tensors[k] for k in wanted})
-    return out
+    return stored_tensors(path).read()  # type: ignore[no-any-return]
 
 
 # ------------------------------------------------------------------ validation and conversion
@@ -236,10 +305,41 @@ def export(model: Transformer, rules: list[Rule]) -> dict[str, Tensor]:
     return {r.theirs: r.save(tuple(own[o] for o in r.ours)) for r in rules}
 
 
+_OUR_LAYER = re.compile(r"^layers\.\d+\.")
+
+
+def check_layers(adapter: Adapter, config: TransformerConfig, shapes: Shapes,
+                 source: str) -> None:
+    """The config's layer count equals the layer indices of the stored tensor names (checked
+    first: a config asking for 10**6 layers is refused before any per-layer work)."""
+    if not adapter.layer_prefix:
+        return
+    pattern = re.compile(re.escape(adapter.layer_prefix) + r"(\d{1,9})\.")
+    stored = {int(m.group(1)) for k in shapes if (m := pattern.match(k))}
+    if stored != set(range(config.num_layers)):
+        got = (f"layers {min(stored)}..{max(stored)} ({len(stored)} distinct indices)" if stored
+               else "no layer tensors")
+        raise ValueError(f"{adapter.layers_key} in {source} is {config.num_layers} but the "
+                         f"checkpoint stores {got} under {adapter.layer_prefix!r}")
+
+
+def expected_shapes(config: TransformerConfig, rules: list[Rule]) -> dict[str, tuple[int, ...]]:
+    """Checkpoint name -> shape for ``config``: the ``save`` transforms of ``rules`` applied to a
+    ONE-layer meta-device model (every layer of a preset has the same shapes), so the cost does
+    not grow with the layer count and nothing is allocated."""
+    one = skeleton(dataclasses.replace(config, num_layers=1)).state_dict()
+
+    def own(name: str) -> Tensor:
+        return one[_OUR_LAYER.sub("layers.0.", name)]
+
+    return {r.theirs: tuple(r.save(tuple(own(o) for o in r.ours)).shape) for r in rules}
+
+
 def validate(adapter: Adapter, config: TransformerConfig, rules: list[Rule], shapes: Shapes,
-             source: str) -> None:
-    """Every tensor the config needs is stored with its shape, and nothing else is stored."""
-    expected = {k: tuple(v.shape) for k, v in export(skeleton(config), rules).items()}
+             source: str, floating: Mapping[str, bool] | None = None) -> None:
+    """Every tensor the config needs is stored with its shape (and, given ``floating``, a
+    floating-point dtype), and nothing else is stored."""
+    expected = expected_shapes(config, rules)
     ignored = {k for k in shapes if k.endswith(adapter.ignored_suffixes)}
     if config.tie_embeddings and adapter.tied_head is not None:
         ignored.add(adapter.tied_head)  # a tied checkpoint may still store a copy of E
@@ -249,6 +349,9 @@ def validate(adapter: Adapter, config: TransformerConfig, rules: list[Rule], sha
         if tuple(shapes[name]) != shape:
             raise ValueError(f"tensor {name!r} has shape {tuple(shapes[name])}, expected "
                              f"{shape} from {source}")
+    for name in expected:
+        if floating is not None and not floating.get(name, True):
+            raise ValueError(f"tensor {name!r} must be floating point")
 
 
 def _canonical(adapter: Adapter, named: Mapping[str, Any]) -> dict[str, Any]:
@@ -273,11 +376,14 @@ def _build(adapter: Adapter, config: TransformerConfig, info: CheckpointInfo, ru
     return model.eval()
 
 
-def _load(adapter: Adapter, config: TransformerConfig, info: CheckpointInfo, shapes: Shapes,
-          read: Any, source: str, dtype: torch.dtype, **options: Any) -> Transformer:
+def _load(adapter: Adapter, config: TransformerConfig, info: CheckpointInfo, stored: Stored,
+          source: str, dtype: torch.dtype, **options: Any) -> Transformer:
+    """Check everything (layer count, names, shapes, dtypes), then allocate and read."""
+    shapes = _canonical(adapter, stored.shapes)
+    check_layers(adapter, config, shapes, source)
     rules = adapter.rules(config, **options)
-    validate(adapter, config, rules, _canonical(adapter, shapes), source)
-    return _build(adapter, config, info, rules, _canonical(adapter, read()), dtype)
+    validate(adapter, config, rules, shapes, source, _canonical(adapter, stored.floating))
+    return _build(adapter, config, info, rules, _canonical(adapter, stored.read()), dtype)
 
 
 # ----------------------------------------------------------------------------- public entry points
@@ -286,24 +392,37 @@ def _load(adapter: Adapter, config: TransformerConfig, info: CheckpointInfo, sha
 def from_pretrained(path: str | Path, *, dtype: torch.dtype = torch.float32) -> Transformer:
     """Load an HF-layout checkpoint directory of any ``ADAPTERS`` family with layout "hf".
 
+    Nothing is trusted and the whole directory is checked before the first tensor is read:
+    every file is confined to the directory (``checkpoints/files.py``: no ``..``, no absolute
+    shard names, no symbolic links leaving it); every ``config.json`` value is type-checked
+    (``adapters/keys.py``); the safetensors headers are checked against the file sizes; the
+    config's layer count, tensor names, shapes and dtypes are compared with the headers (a
+    one-layer meta-device model gives the shapes). Only then is the model allocated (on the
+    CPU, directly: no meta-device ``load_state_dict``, so RoPE buffers are computed as usual)
+    and filled. Every refusal is a ``ValueError`` (``FileNotFoundError`` for a missing file)
+    naming the file, key or tensor.
+
     Returns a :class:`Transformer` in eval mode with ``model.checkpoint_info`` set.
     """
     source = str(Path(path) / "config.json")
     config, info = config_from_hf(read_config(path), source)  # before any tensor file
-    shapes = read_tensor_shapes(path)
-    return _load(ADAPTERS.get(info.family), config, info, shapes, lambda: read_tensors(path),
-                 source, dtype)
+    stored = stored_tensors(path)
+    return _load(ADAPTERS.get(info.family), config, info, stored, source, dtype)
 
 
 def parameter_breakdown(path: str | Path) -> tuple[TransformerConfig, CheckpointInfo,
                                                    dict[str, int]]:
     """(config, info, ``Transformer.parameter_breakdown()``) of an HF directory, from its
-    headers: the stored names and shapes are validated, no weight is read or allocated."""
+    headers: checked exactly as :func:`from_pretrained` checks, no weight is read or
+    allocated."""
     source = str(Path(path) / "config.json")
     config, info = config_from_hf(read_config(path), source)  # before any tensor file
-    shapes = read_tensor_shapes(path)
+    stored = stored_tensors(path)
     adapter = ADAPTERS.get(info.family)
-    validate(adapter, config, adapter.rules(config), _canonical(adapter, shapes), source)
+    shapes = _canonical(adapter, stored.shapes)
+    check_layers(adapter, config, shapes, source)
+    validate(adapter, config, adapter.rules(config), shapes, source,
+             _canonical(adapter, stored.floating))
     return config, info, skeleton(config).parameter_breakdown()
 
 
@@ -362,39 +481,40 @@ def save_pretrained(model: Transformer, path: str | Path, *, max_shard_bytes: in
 # ------------------------------------------------------------------------------ Meta layout
 
 
+_CONSOLIDATED = re.compile(r"consolidated\.\d+\.pth")
+
+
 def _meta_file(root: Path) -> Path:
-    if (root / "consolidated.safetensors").is_file():
-        return root / "consolidated.safetensors"
-    shards = sorted(root.glob("consolidated.*.pth"))
-    if len(shards) != 1:
+    single = optional_file(root, "consolidated.safetensors", "weights file")
+    if single is not None:
+        return single
+    names = sorted(p.name for p in root.iterdir() if _CONSOLIDATED.fullmatch(p.name))
+    if len(names) != 1:
         raise ValueError(f"expected exactly one consolidated.*.pth (model-parallel shards are "
-                         f"not merged), found {len(shards)} in {str(root)!r}")
-    return shards[0]
+                         f"not merged), found {len(names)} in {str(root)!r}")
+    return regular_file(inside(root, names[0], "weights file"), "weights file")
 
 
 def from_meta(path: str | Path, *, dtype: torch.dtype = torch.float32,
               permute_qk: bool = True) -> Transformer:
     """Load a Meta-layout directory (``params.json`` + ``consolidated.00.pth`` or
-    ``consolidated.safetensors``, single shard) into a half-layout Llama :class:`Transformer`.
+    ``consolidated.safetensors``, single shard) into a half-layout Llama :class:`Transformer`,
+    checked like :func:`from_pretrained` before any weight is read.
 
     ``permute_qk=False`` skips the q/k layout permutation (to demonstrate that it is needed).
     """
-    root = Path(path)
+    root = _root(path)
     source = str(root / "params.json")
-    params = _read_json(root / "params.json", "Meta layout needs params.json")
-    file = _meta_file(root)
-    if file.suffix == ".safetensors":
-        from safetensors.torch import load_file
-
-        shapes = _safetensors_shapes([file])
-        read: Any = lambda: load_file(str(file))  # noqa: E731
-    else:
-        tensors = _torch_load(file)  # memory-mapped: shapes without reading the weights
-        shapes = {k: tuple(v.shape) for k, v in tensors.items()}
-        read = lambda: tensors  # noqa: E731
+    file = inside(root, "params.json", "params file")
+    if not os.path.lexists(file):
+        raise FileNotFoundError(f"{source!r} not found: Meta layout needs params.json")
+    params = read_json(file, "params file")
+    weights = _meta_file(root)  # a .pth is memory-mapped: shapes without reading the weights
+    stored = (_from_safetensors([(weights.name, weights)], None)
+              if weights.suffix == ".safetensors" else _from_torch(weights))
     adapter = ADAPTERS.get("meta")
-    config, info = adapter.read_config(params, shapes)
-    return _load(adapter, config, info, shapes, read, source, dtype, permute_qk=permute_qk)
+    config, info = adapter.read_config(params, stored.shapes, source=source)
+    return _load(adapter, config, info, stored, source, dtype, permute_qk=permute_qk)
 
 
 def meta_state_dict(model: Transformer) -> dict[str, Tensor]:

@@ -14,6 +14,11 @@ validated against the family's name table on a meta-device model):
   tokens D and FLOPs C = 6 N D for which this N is compute-optimal (~20 tokens per parameter),
   and the Approach-3 parametric loss L(N, D) there.
 
+A checkpoint is validated exactly as ``checkpoints.io.from_pretrained`` validates it (files
+confined to the folder, typed config values, checked safetensors headers, layer count, names,
+shapes and dtypes against the headers) without allocating a weight; one that cannot load is a
+one-line error (``tmath inspect: error: ...``) and exit 2.
+
 Examples::
 
     tmath inspect ./my-llama
@@ -30,10 +35,20 @@ from typing import Annotated, Any
 import torch
 import typer
 
+try:  # typer vendors click from 0.2x on
+    from typer._click.globals import get_current_context as _get_context
+except ImportError:  # pragma: no cover - older typer depends on click itself
+    from click import get_current_context as _get_context  # type: ignore[no-redef]
+
 from transformer_math.checkpoints.io import parameter_breakdown, read_config
 from transformer_math.functional.rope_scaling import compute_rope_frequencies
 from transformer_math.nn.config import TransformerConfig
 from transformer_math.theory.scaling_laws import compute_optimal
+
+
+def click_context() -> Any:
+    """The running click context (None outside a command)."""
+    return _get_context(silent=True)
 
 
 def rope_wavelengths(config: TransformerConfig) -> torch.Tensor | None:
@@ -140,11 +155,17 @@ def inspect(
     path: Annotated[Path, typer.Argument(help="Checkpoint directory (config.json + weights).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
-    """Architecture, parameters by part, RoPE wavelengths, Chinchilla view of a checkpoint."""
+    """Architecture, parameters by part, RoPE wavelengths, Chinchilla view of a checkpoint.
+
+    A checkpoint that cannot load (checked exactly as ``from_pretrained`` checks it, headers
+    only) prints one line, ``tmath inspect: error: ...``, and exits 2.
+    """
     try:
         report = inspect_checkpoint(path)
-    except (FileNotFoundError, ValueError, TypeError) as err:
-        typer.echo(f"Error: {err}", err=True)
+    except (OSError, ValueError, TypeError) as err:
+        ctx = click_context()
+        where = ctx.command_path if ctx is not None else "tmath inspect"
+        typer.echo(f"{where}: error: {' '.join(str(err).split())}", err=True)
         raise typer.Exit(2) from None
     typer.echo(json.dumps(report, indent=2) if as_json else _text(report))
 

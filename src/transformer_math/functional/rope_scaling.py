@@ -316,9 +316,13 @@ def _llama3(
 
 def _factor_list(rope_type: str, params: Mapping[str, Any], key: str, pairs: int) -> Tensor:
     value = params[key]
-    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != pairs:
-        got = len(value) if isinstance(value, Sequence) else type(value).__name__
+    if not isinstance(value, Sequence) or isinstance(value, str | bytes) or len(value) != pairs:
+        got = (f"{len(value)} entries" if isinstance(value, Sequence)
+               and not isinstance(value, str | bytes) else repr(value)[:100])
         raise ValueError(f"{rope_type}: {key} must be a list of {pairs} numbers, got {got}")
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+        raise ValueError(f"{rope_type}: every entry of {key} must be a number, got "
+                         f"{list(value)!r}"[:300])
     out = torch.tensor([float(v) for v in value], dtype=torch.float64)
     if not torch.isfinite(out).all() or (out <= 0).any():
         raise ValueError(f"{rope_type}: every entry of {key} must be a finite number > 0")
@@ -372,8 +376,11 @@ def compute_rope_frequencies(
     ``params`` holds that type's own parameters (e.g. ``{"factor": 4.0}`` for ``linear``);
     ``seq_len`` matters only for the length-dependent types (``dynamic``, ``longrope``).
     """
-    if rope_type not in ROPE_SCALING_FUNCTIONS:
+    if not isinstance(rope_type, str) or rope_type not in ROPE_SCALING_FUNCTIONS:
         raise ValueError(f"rope_type must be one of {rope_types()}, got {rope_type!r}")
+    if params is not None and not isinstance(params, Mapping):
+        raise TypeError(f"params of rope type {rope_type!r} must be a mapping (name -> value), "
+                        f"got {type(params).__name__}")
     meta = ROPE_SCALING_FUNCTIONS.metadata(rope_type)
     params = dict(params or {})
     _check_keys(rope_type, params, meta["required"], meta["optional"])

@@ -47,6 +47,11 @@ SUBLAYERS: dict[str, tuple[str, ...]] = {
 NORM_PLACEMENTS = ("pre", "post")
 INITS = ("torch", "gpt2")
 MAX_SIZE = 1 << 20  # a sanity bound on every size field, checked before anything is allocated
+#: A bound on :attr:`TransformerConfig.weight_count` (the weights the sizes imply, 2**40 ~ 1.1e12:
+#: above every dense open model, e.g. 4.05e11 for Llama 3.1 405B), checked in ``__post_init__``
+#: so that no combination of per-field-legal sizes (2**20 layers of width 2**20: ~1.4e19)
+#: reaches an allocation.
+MAX_PARAMETERS = 1 << 40
 
 _SIZES = ("hidden_size", "num_layers", "num_heads")
 _OPTIONAL_SIZES = ("vocab_size", "input_size", "num_kv_heads", "head_dim", "intermediate_size")
@@ -144,8 +149,29 @@ class TransformerConfig:
             raise ValueError("tie_embeddings needs token inputs and a head of width vocab_size")
         if self.cross_attention and "attention" not in SUBLAYERS[self.sublayers]:
             raise ValueError(f"cross_attention needs attention sublayers, got {self.sublayers!r}")
+        if self.weight_count > MAX_PARAMETERS:
+            raise ValueError(
+                f"the sizes imply {self.weight_count:.3e} weights (hidden_size "
+                f"{self.hidden_size}, num_layers {self.num_layers}, num_heads {self.num_heads}, "
+                f"head_dim {self.dim_per_head}, intermediate_size {self.ffn_size}, vocab_size "
+                f"{self.vocab_size}, max_seq_len {self.max_seq_len}), more than MAX_PARAMETERS "
+                f"= 2**40")
 
     # ---------------------------------------------------------------- derived sizes
+    @property
+    def weight_count(self) -> int:
+        """The weight-matrix entries the sizes imply (biases, norms and buffers left out; an
+        estimate of the parameter count used only for the :data:`MAX_PARAMETERS` bound):
+        embedding, learned positions (``max_seq_len * d``), head, and per layer the q, k, v, out
+        projections (twice with cross-attention) and the FFN (3 matrices for swiglu, else 2)."""
+        d, q = self.hidden_size, self.num_heads * self.dim_per_head
+        kv = self.kv_heads * self.dim_per_head
+        attention = (2 * d * q + 2 * d * kv) * (2 if self.cross_attention else 1)
+        ffn = (3 if self.feedforward == "swiglu" else 2) * d * self.ffn_size
+        embed = (self.vocab_size or self.input_size or 0) * d
+        positions = self.max_seq_len * d if self.position == "learned" else 0
+        return embed + positions + self.head_size * d + self.num_layers * (attention + ffn)
+
     @property
     def kv_heads(self) -> int:
         return self.num_heads if self.num_kv_heads is None else self.num_kv_heads

@@ -10,13 +10,20 @@ checkpoint must have (``save`` applied to a meta-device model) before anything i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import Tensor
 
+from transformer_math.checkpoints.adapters.keys import (  # noqa: F401 (the typed readers)
+    bool_key,
+    float_key,
+    int_key,
+    mapping_key,
+    str_key,
+)
 from transformer_math.checkpoints.info import CheckpointInfo
 from transformer_math.nn.config import TransformerConfig
 
@@ -77,14 +84,19 @@ class Adapter:
     ``write_config(config, info)``: the inverse; ``rules(config, **options)``: the name table;
     ``ignored_suffixes``: stored tensors that are not parameters (mask buffers, cached
     frequencies); ``tied_head``: the head tensor a tied checkpoint may still store;
-    ``canonical``: rewrites legacy tensor names to the table's names.
+    ``canonical``: rewrites legacy tensor names to the table's names; ``layer_prefix``: the
+    (canonical) name prefix of layer ``i``'s tensors before ``i`` (``"model.layers."``) and
+    ``layers_key`` the config key of the layer count, so that the count is compared with the
+    stored layer indices before anything is built. ``read_config(cfg, shapes, source=...)``
+    type-checks every value (``adapters/keys.py``) and names the key in its errors.
     """
 
     family: str
-    read_config: Callable[[Mapping[str, Any], Mapping[str, tuple[int, ...]]],
-                          tuple[TransformerConfig, CheckpointInfo]]
+    read_config: Callable[..., tuple[TransformerConfig, CheckpointInfo]]
     write_config: Callable[[TransformerConfig, CheckpointInfo], dict[str, Any]]
     rules: Callable[..., list[Rule]]
     ignored_suffixes: tuple[str, ...] = ()
     tied_head: str | None = None
     canonical: Callable[[str], str] = str
+    layer_prefix: str = ""
+    layers_key: str = ""

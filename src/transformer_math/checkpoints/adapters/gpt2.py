@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from transformer_math.checkpoints.adapters.base import Adapter, Rule, mapped, packed, transposed
+from transformer_math.checkpoints.adapters.keys import bool_key, float_key, int_key
 from transformer_math.checkpoints.info import CheckpointInfo
 from transformer_math.nn.config import TransformerConfig
 
@@ -52,25 +53,32 @@ def preset(*, vocab_size: int, hidden_size: int, num_layers: int, num_heads: int
         init="gpt2", position_init_std=0.02)
 
 
-def read_config(cfg: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]] | None = None
-                ) -> tuple[TransformerConfig, CheckpointInfo]:
-    """An HF GPT-2 ``config.json`` dict -> (preset, info)."""
+def read_config(cfg: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]] | None = None,
+                source: str = "config.json") -> tuple[TransformerConfig, CheckpointInfo]:
+    """An HF GPT-2 ``config.json`` dict -> (preset, info); every value type-checked
+    (``adapters/keys.py``) with a message naming the key."""
     act = cfg.get("activation_function", "gelu_new")
-    if act not in ACTIVATIONS:
+    if not isinstance(act, str) or act not in ACTIVATIONS:
         raise ValueError(f"gpt2 activation_function must be one of {sorted(ACTIVATIONS)}, "
-                         f"got {act!r}")
+                         f"got {act!r}"[:300])
     for flag, ok in _FIXED_OPTIONS:
-        if cfg.get(flag, ok) != ok:
+        if bool_key(cfg, flag, ok, source=source) != ok:
             raise ValueError(f"gpt2 option {flag}={cfg.get(flag)!r} is not supported "
                              f"(expected {ok})")
-    d = cfg.get("n_embd", 768)
-    config = preset(
-        vocab_size=cfg.get("vocab_size", 50257), hidden_size=d, num_layers=cfg.get("n_layer", 12),
-        num_heads=cfg.get("n_head", 12), intermediate_size=cfg.get("n_inner") or 4 * d,
-        max_seq_len=cfg.get("n_positions", 1024),
-        norm_eps=float(cfg.get("layer_norm_epsilon", 1e-5)), feedforward=ACTIVATIONS[act],
-        tie_embeddings=bool(cfg.get("tie_word_embeddings", True)))
-    return config, CheckpointInfo.from_config("gpt2", cfg)
+    kw = {"source": source}
+    d = int_key(cfg, "n_embd", 768, **kw)
+    sizes = dict(vocab_size=int_key(cfg, "vocab_size", 50257, **kw), hidden_size=d,
+                 num_layers=int_key(cfg, "n_layer", 12, **kw),
+                 num_heads=int_key(cfg, "n_head", 12, **kw),
+                 intermediate_size=int_key(cfg, "n_inner", 4 * d, **kw),
+                 max_seq_len=int_key(cfg, "n_positions", 1024, **kw))
+    eps = float_key(cfg, "layer_norm_epsilon", 1e-5, **kw)
+    tie = bool_key(cfg, "tie_word_embeddings", True, **kw)
+    try:
+        config = preset(**sizes, norm_eps=eps, feedforward=ACTIVATIONS[act], tie_embeddings=tie)
+    except ValueError as err:
+        raise ValueError(f"{source}: {err}") from None
+    return config, CheckpointInfo.from_config("gpt2", cfg, source)
 
 
 def write_config(c: TransformerConfig, info: CheckpointInfo) -> dict[str, Any]:
@@ -123,4 +131,4 @@ def canonical(name: str) -> str:
 
 GPT2 = Adapter(family="gpt2", read_config=read_config, write_config=write_config, rules=rules,
                ignored_suffixes=(".attn.bias", ".attn.masked_bias"), tied_head="lm_head.weight",
-               canonical=canonical)
+               canonical=canonical, layer_prefix="transformer.h.", layers_key="n_layer")

@@ -21,13 +21,22 @@ Name table (HF -> ours; identical tensors, no transform)::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from transformer_math.checkpoints.adapters.base import Adapter, Rule, mapped
+from transformer_math.checkpoints.adapters.keys import (
+    bool_key,
+    float_key,
+    int_key,
+    mapping_key,
+    str_key,
+)
 from transformer_math.checkpoints.info import CheckpointInfo
 from transformer_math.functional.rope_scaling import (
     ROPE_SCALING_FUNCTIONS,
+    compute_rope_frequencies,
     rope_parameter_names,
 )
 from transformer_math.nn.config import TransformerConfig
@@ -53,62 +62,129 @@ def preset(*, vocab_size: int, hidden_size: int, num_layers: int, num_heads: int
         mlp_bias=mlp_bias, head_bias=False, tie_embeddings=tie_embeddings, init="gpt2")
 
 
-def rope_from_hf(cfg: Mapping[str, Any]) -> tuple[float, dict[str, Any] | None, float]:
+_ROPE_LISTS = ("short_factor", "long_factor")  # longrope: lists of numbers
+_ROPE_BOOLS = ("truncate",)  # yarn
+
+
+def _rope_values(rope_type: str, params: Mapping[str, Any], where: str) -> None:
+    """Every scaling parameter is a finite number (lists / booleans where the type says)."""
+    for key, value in params.items():
+        if key in _ROPE_BOOLS:
+            bool_key(params, key, source=where)
+        elif key in _ROPE_LISTS:
+            if not isinstance(value, list):
+                raise ValueError(f"{key} in {where} must be a list of numbers, got {value!r}"
+                                 [:300])
+            for v in value:
+                float_key({key: v}, key, source=where, minimum=-math.inf)
+        else:
+            float_key(params, key, source=where, minimum=-math.inf)
+
+
+def rope_from_hf(cfg: Mapping[str, Any], source: str = "config.json"
+                 ) -> tuple[float, dict[str, Any] | None, float]:
     """(rope_theta, rope_scaling in our parameter names or None, partial_rotary_factor).
 
-    Accepted types and keys come from the registry: ``ROPE_SCALING_FUNCTIONS.where(
-    in_transformers=True)`` and ``rope_parameter_names(type)``; anything else is rejected.
+    ``rope_parameters`` (transformers >= 5) and the legacy ``rope_scaling`` must be JSON objects
+    (or null); every value is type-checked with a message naming the key. Accepted types and
+    keys come from the registry: ``ROPE_SCALING_FUNCTIONS.where(in_transformers=True)`` and
+    ``rope_parameter_names(type)``; anything else is rejected. Value ranges (e.g. a factor
+    < 1) are checked by :func:`check_rope` once the head size is known.
     """
-    params = dict(cfg.get("rope_parameters") or {})
-    legacy = cfg.get("rope_scaling")
-    if legacy:
-        params = {**dict(legacy), **params}
-    theta = float(params.pop("rope_theta", cfg.get("rope_theta", 10000.0)))
-    partial = float(params.pop("partial_rotary_factor", cfg.get("partial_rotary_factor", 1.0)))
-    rope_type = params.pop("rope_type", params.pop("type", "default"))
+    params = mapping_key(cfg, "rope_parameters", source=source)
+    legacy = mapping_key(cfg, "rope_scaling", source=source)
+    where = f"{source} {'rope_parameters' if params else 'rope_scaling'}"
+    params = {**legacy, **params}
+    theta = float_key(params, "rope_theta", float_key(cfg, "rope_theta", 10000.0, source=source),
+                      source=where, minimum=1.0, strict=True)
+    partial = float_key(params, "partial_rotary_factor",
+                        float_key(cfg, "partial_rotary_factor", 1.0, source=source),
+                        source=where, strict=True)
+    for key in ("rope_theta", "partial_rotary_factor"):
+        params.pop(key, None)
+    rope_type = str_key(params, "rope_type", str_key(params, "type", "default", source=where),
+                        source=where)
+    params.pop("rope_type", None)
+    params.pop("type", None)
     supported = ROPE_SCALING_FUNCTIONS.where(in_transformers=True)
     if rope_type not in supported:
-        raise ValueError(f"unsupported rope_type {rope_type!r} in config.json; supported: "
+        raise ValueError(f"unsupported rope_type {rope_type!r} in {source}; supported: "
                          f"{sorted(supported)}")
     # HF fills optional keys with None; drop those, then reject what we do not model.
     params = {k: v for k, v in params.items() if v is not None}
-    n_max = cfg.get("max_position_embeddings")
+    allowed = rope_parameter_names(rope_type)
+    unknown = sorted(set(params) - set(allowed) - {"original_max_position_embeddings"})
+    if unknown:
+        raise ValueError(f"rope_type {rope_type!r}: unsupported parameters {unknown} in "
+                         f"{where} (supported: {list(allowed)})")
+    _rope_values(rope_type, params, where)
+    n_max = int_key(cfg, "max_position_embeddings", 2048, source=source)
     if rope_type == "dynamic":  # HF's dynamic NTK uses max_position_embeddings as L0
         params["original_max_position_embeddings"] = n_max
     elif rope_type in ("yarn", "llama3", "longrope"):
         params.setdefault("original_max_position_embeddings", n_max)
+        int_key(params, "original_max_position_embeddings", source=where)
     if rope_type == "yarn" and "factor" not in params:
         params["factor"] = n_max / params["original_max_position_embeddings"]
-    allowed = rope_parameter_names(rope_type)
     unknown = sorted(set(params) - set(allowed))
     if unknown:
         raise ValueError(f"rope_type {rope_type!r}: unsupported parameters {unknown} in "
-                         f"config.json (supported: {list(allowed)})")
+                         f"{where} (supported: {list(allowed)})")
     if rope_type == "default":
         return theta, None, partial
     return theta, {"rope_type": rope_type, **params}, partial
 
 
-def read_config(cfg: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]] | None = None
-                ) -> tuple[TransformerConfig, CheckpointInfo]:
-    """An HF Llama ``config.json`` dict -> (preset, info)."""
+def check_rope(config: TransformerConfig, source: str = "config.json") -> None:
+    """The RoPE of ``config`` computes: rotary dims ``head_dim * partial_rotary_factor`` even and
+    positive, every scaling parameter in range (on the CPU: one vector of ``head_dim / 2``
+    frequencies); raises ``ValueError`` naming the keys."""
+    if config.position != "rope":
+        return
+    scaling = dict(config.rope_scaling or {"rope_type": "default"})
+    rope_type = scaling.pop("rope_type")
+    rotary = int(config.dim_per_head * config.partial_rotary_factor)
+    try:
+        compute_rope_frequencies(rope_type, rotary, config.rope_theta, scaling,
+                                 config.max_seq_len)
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"rope in {source} (rope_type {rope_type!r}, rope_theta "
+                         f"{config.rope_theta}, partial_rotary_factor "
+                         f"{config.partial_rotary_factor} of head_dim {config.dim_per_head} = "
+                         f"{rotary} rotary dims): {err}") from None
+
+
+def read_config(cfg: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]] | None = None,
+                source: str = "config.json") -> tuple[TransformerConfig, CheckpointInfo]:
+    """An HF Llama ``config.json`` dict -> (preset, info); every value type-checked
+    (``adapters/keys.py``) with a message naming the key."""
     act = cfg.get("hidden_act", "silu")
     if act != "silu":
-        raise ValueError(f"llama hidden_act must be 'silu', got {act!r}")
+        raise ValueError(f"llama hidden_act must be 'silu', got {act!r}"[:300])
     if cfg.get("pretraining_tp", 1) != 1:
-        raise ValueError(f"pretraining_tp must be 1, got {cfg.get('pretraining_tp')}")
-    theta, scaling, partial = rope_from_hf(cfg)
-    config = preset(
-        vocab_size=cfg["vocab_size"], hidden_size=cfg["hidden_size"],
-        num_layers=cfg["num_hidden_layers"], num_heads=cfg["num_attention_heads"],
-        num_kv_heads=cfg.get("num_key_value_heads"), head_dim=cfg.get("head_dim"),
-        intermediate_size=cfg["intermediate_size"],
-        max_seq_len=cfg.get("max_position_embeddings", 2048),
-        norm_eps=float(cfg.get("rms_norm_eps", 1e-6)), rope_theta=theta, rope_scaling=scaling,
-        partial_rotary_factor=partial, attention_bias=bool(cfg.get("attention_bias", False)),
-        mlp_bias=bool(cfg.get("mlp_bias", False)),
-        tie_embeddings=bool(cfg.get("tie_word_embeddings", False)))
-    return config, CheckpointInfo.from_config("llama", cfg)
+        raise ValueError(f"pretraining_tp must be 1, got {cfg.get('pretraining_tp')!r}"[:300])
+    theta, scaling, partial = rope_from_hf(cfg, source)
+    kw = {"source": source}
+    sizes = dict(
+        vocab_size=int_key(cfg, "vocab_size", **kw),
+        hidden_size=int_key(cfg, "hidden_size", **kw),
+        num_layers=int_key(cfg, "num_hidden_layers", **kw),
+        num_heads=int_key(cfg, "num_attention_heads", **kw),
+        num_kv_heads=int_key(cfg, "num_key_value_heads", None, **kw),
+        head_dim=int_key(cfg, "head_dim", None, **kw),
+        intermediate_size=int_key(cfg, "intermediate_size", **kw),
+        max_seq_len=int_key(cfg, "max_position_embeddings", 2048, **kw))
+    flags = {key: bool_key(cfg, name, False, **kw) for key, name in (
+        ("attention_bias", "attention_bias"), ("mlp_bias", "mlp_bias"),
+        ("tie_embeddings", "tie_word_embeddings"))}
+    eps = float_key(cfg, "rms_norm_eps", 1e-6, **kw)
+    try:
+        config = preset(**sizes, norm_eps=eps, rope_theta=theta, rope_scaling=scaling,
+                        partial_rotary_factor=partial, **flags)
+    except ValueError as err:
+        raise ValueError(f"{source}: {err}") from None
+    check_rope(config, source)
+    return config, CheckpointInfo.from_config("llama", cfg, source)
 
 
 def write_config(c: TransformerConfig, info: CheckpointInfo) -> dict[str, Any]:
@@ -156,4 +232,5 @@ def rules(c: TransformerConfig) -> list[Rule]:
 
 LLAMA = Adapter(family="llama", read_config=read_config, write_config=write_config,
                 rules=rules, ignored_suffixes=("rotary_emb.inv_freq",),
-                tied_head="lm_head.weight")
+                tied_head="lm_head.weight", layer_prefix="model.layers.",
+                layers_key="num_hidden_layers")

@@ -27,6 +27,7 @@ from typing import Any
 
 from transformer_math.checkpoints.adapters import llama
 from transformer_math.checkpoints.adapters.base import Adapter, Rule, mapped
+from transformer_math.checkpoints.adapters.keys import float_key, int_key
 from transformer_math.checkpoints.info import CheckpointInfo
 from transformer_math.functional.rope import (
     half_to_interleaved_qk_weight,
@@ -37,23 +38,27 @@ from transformer_math.nn.config import TransformerConfig
 _SIZE_TENSORS = ("tok_embeddings.weight", "layers.0.feed_forward.w1.weight")
 
 
-def read_config(params: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]]
-                ) -> tuple[TransformerConfig, CheckpointInfo]:
-    """``params.json`` (+ the stored shapes, for vocabulary and FFN width) -> (preset, info)."""
+def read_config(params: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]],
+                source: str = "params.json") -> tuple[TransformerConfig, CheckpointInfo]:
+    """``params.json`` (+ the stored shapes, for vocabulary and FFN width) -> (preset, info);
+    every value type-checked (``adapters/keys.py``) with a message naming the key."""
     for key in _SIZE_TENSORS:
-        if key not in shapes:
-            raise ValueError(f"Meta checkpoint lacks {key!r}")
+        if key not in shapes or len(shapes[key]) != 2:
+            raise ValueError(f"Meta checkpoint lacks the matrix {key!r}")
+    kw = {"source": source}
+    sizes = dict(vocab_size=int(shapes[_SIZE_TENSORS[0]][0]),
+                 hidden_size=int_key(params, "dim", **kw),
+                 num_layers=int_key(params, "n_layers", **kw),
+                 num_heads=int_key(params, "n_heads", **kw),
+                 num_kv_heads=int_key(params, "n_kv_heads", None, **kw),
+                 intermediate_size=int(shapes[_SIZE_TENSORS[1]][0]),
+                 max_seq_len=int_key(params, "max_seq_len", 2048, **kw))
+    eps = float_key(params, "norm_eps", 1e-5, **kw)
+    theta = float_key(params, "rope_theta", 10000.0, **kw, minimum=1.0, strict=True)
     try:
-        config = llama.preset(
-            vocab_size=int(shapes[_SIZE_TENSORS[0]][0]), hidden_size=params["dim"],
-            num_layers=params["n_layers"], num_heads=params["n_heads"],
-            num_kv_heads=params.get("n_kv_heads"),
-            intermediate_size=int(shapes[_SIZE_TENSORS[1]][0]),
-            max_seq_len=params.get("max_seq_len", 2048),
-            norm_eps=float(params.get("norm_eps", 1e-5)),
-            rope_theta=float(params.get("rope_theta", 10000.0)))
-    except KeyError as err:
-        raise ValueError(f"params.json lacks the required key {err.args[0]!r}") from None
+        config = llama.preset(**sizes, norm_eps=eps, rope_theta=theta)
+    except ValueError as err:
+        raise ValueError(f"{source}: {err}") from None
     return config, CheckpointInfo(family="meta")
 
 
@@ -104,4 +109,5 @@ def rules(c: TransformerConfig, *, permute_qk: bool = True) -> list[Rule]:
 
 
 META = Adapter(family="meta", read_config=read_config, write_config=write_config, rules=rules,
-               ignored_suffixes=("rope.freqs",))
+               ignored_suffixes=("rope.freqs",), layer_prefix="layers.",
+               layers_key="n_layers")
