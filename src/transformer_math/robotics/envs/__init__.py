@@ -5,6 +5,9 @@
 - ``TransformerMath/BimodalObstacle-v0``: pass an obstacle on the left or on the right.
 - ``TransformerMath/StitchGrid-v0``: gridworld whose datasets hold only A->B and B->C halves.
 - ``TransformerMath/Runner1D-v0``: 1-D runner whose return is the distance run (DT conditioning).
+
+Every environment validates its actions and the order of reset/step
+(:mod:`transformer_math.robotics.envs.validation`).
 """
 
 from __future__ import annotations

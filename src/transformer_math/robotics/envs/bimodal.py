@@ -21,6 +21,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from transformer_math.robotics.envs.validation import EpisodeOrder, box_action
+
 GOAL = np.array([0.0, 2.0])
 OBSTACLE = np.array([0.0, 1.0])
 
@@ -98,7 +100,10 @@ def generate_bimodal_dataset(cfg: BimodalConfig, num_episodes: int, seed: int) -
 
 
 class BimodalObstacleEnv(gym.Env):
-    """Gymnasium environment: +1 and termination at the goal, -1 and termination on collision."""
+    """Gymnasium environment: +1 and termination at the goal, -1 and termination on collision.
+
+    ``step`` validates the action and the call order (:mod:`...envs.validation`): a finite
+    array of shape (2,) inside [-1, 1]^2, after ``reset()`` and before the end of the episode."""
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 10}
 
@@ -113,16 +118,19 @@ class BimodalObstacleEnv(gym.Env):
         self._p = np.zeros((1, 2))
         self._t = 0
         self._trail: list[np.ndarray] = []
+        self._order = EpisodeOrder("BimodalObstacleEnv")
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         self._p = start_positions(self.cfg, self.np_random, 1)
         self._t = 0
         self._trail = [self._p[0].copy()]
+        self._order.started()
         return self._p[0].astype(np.float32), {}
 
     def step(self, action):
-        a = np.asarray(action, dtype=np.float64).reshape(1, 2)
+        self._order.check()
+        a = box_action(action, self.action_space).reshape(1, 2)
         self._p = np.clip(bimodal_step(self.cfg, self._p, a), -5.0, 5.0)
         self._t += 1
         self._trail.append(self._p[0].copy())
@@ -130,6 +138,7 @@ class BimodalObstacleEnv(gym.Env):
         reward = -1.0 if hit else (1.0 if goal else 0.0)
         info = {"collided": hit, "success": goal and not hit}
         truncated = self._t >= self.cfg.horizon
+        self._order.stepped(hit or goal, truncated)
         return self._p[0].astype(np.float32), reward, hit or goal, truncated, info
 
     def render(self):

@@ -26,6 +26,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from transformer_math.robotics.envs.validation import EpisodeOrder, discrete_action
+
 SIZE = 7
 CELLS = {"A": (0, 3), "B": (3, 6), "C": (6, 6), "D": (6, 0)}
 MOVES = np.array([[0, 0], [0, 1], [0, -1], [-1, 0], [1, 0]])  # stay, up, down, left, right
@@ -119,7 +121,8 @@ def generate_stitch_dataset(num_per_segment: int, seed: int,
 
 class StitchGridEnv(gym.Env):
     """Gymnasium environment of the stitching gridworld (module docstring); starts at A
-    (``options={"start": "B"}`` starts at B with B visited)."""
+    (``options={"start": "B"}`` starts at B with B visited). ``step`` validates the action (an
+    integer in 0..4, not a float or bool) and the call order (:mod:`...envs.validation`)."""
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 4}
 
@@ -133,6 +136,7 @@ class StitchGridEnv(gym.Env):
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         self._xy, self._visited, self._t = CELLS["A"], False, 0
         self._trail: list[tuple[int, int]] = []
+        self._order = EpisodeOrder("StitchGridEnv")
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
@@ -141,6 +145,7 @@ class StitchGridEnv(gym.Env):
             raise ValueError(f"options['start'] must be 'A' or 'B', got {start!r}")
         self._xy, self._visited, self._t = CELLS[start], start == "B", 0
         self._trail = [self._xy]
+        self._order.started()
         return observation(self._xy, self._visited), {"state": self.state_index}
 
     @property
@@ -152,11 +157,15 @@ class StitchGridEnv(gym.Env):
         return self._xy
 
     def step(self, action):
-        self._xy, self._visited, r, done = transition(self._xy, self._visited, int(action))
+        self._order.check()
+        move = discrete_action(action, self.action_space)
+        self._xy, self._visited, r, done = transition(self._xy, self._visited, move)
         self._t += 1
         self._trail.append(self._xy)
         info = {"state": self.state_index, "cell": self._xy}
-        return observation(self._xy, self._visited), r, done, self._t >= self.horizon, info
+        truncated = self._t >= self.horizon
+        self._order.stepped(done, truncated)
+        return observation(self._xy, self._visited), r, done, truncated, info
 
     def render(self):
         if self.render_mode != "rgb_array":

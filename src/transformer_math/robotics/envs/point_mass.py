@@ -34,6 +34,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from transformer_math.robotics.envs.validation import EpisodeOrder, box_action
+
 NUM_WAYPOINTS = 13
 NUM_SINES = 3
 
@@ -185,6 +187,9 @@ class PointMassTrackingEnv(gym.Env):
 
     reward_t = -|p_{t+1} - p_ref(t+1)|; truncated at the horizon; ``info`` holds
     ``tracking_error`` and ``pushed``. ``render()`` returns an (H, W, 3) uint8 array.
+    ``step`` validates the action and the call order (:mod:`...envs.validation`): a finite
+    float array of shape (2,) inside [-max_accel, max_accel]^2, after ``reset()`` and before the
+    end of the episode.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 20}
@@ -204,6 +209,7 @@ class PointMassTrackingEnv(gym.Env):
         self._v = np.zeros((1, 2))
         self._t = 0
         self._trail: list[np.ndarray] = []
+        self._order = EpisodeOrder("PointMassTrackingEnv")
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
@@ -211,6 +217,7 @@ class PointMassTrackingEnv(gym.Env):
         self._p, self._v, _ = reference(self._params, 0.0)
         self._t = 0
         self._trail = [self._p[0].copy()]
+        self._order.started()
         return observe(self.cfg, self._params, 0, self._p, self._v)[0], {"tracking_error": 0.0}
 
     def expert(self, rng: np.random.Generator | None = None) -> OUExpert:
@@ -223,7 +230,8 @@ class PointMassTrackingEnv(gym.Env):
         return self._params, self._p, self._v, self._t
 
     def step(self, action):
-        a = np.asarray(action, dtype=np.float64).reshape(1, 2)
+        self._order.check()
+        a = box_action(action, self.action_space).reshape(1, 2)
         self._p, self._v = dynamics_step(self.cfg, self._p, self._v, a)
         self._v, pushed = apply_pushes(self.cfg, self.np_random, self._v)
         self._t += 1
@@ -232,6 +240,7 @@ class PointMassTrackingEnv(gym.Env):
         self._trail.append(self._p[0].copy())
         obs = observe(self.cfg, self._params, self._t, self._p, self._v)[0]
         truncated = self._t >= self.cfg.horizon
+        self._order.stepped(False, truncated)
         return obs, -err, False, truncated, {"tracking_error": err, "pushed": bool(pushed[0])}
 
     def reference_path(self) -> np.ndarray:

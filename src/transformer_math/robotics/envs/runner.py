@@ -19,6 +19,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from transformer_math.robotics.envs.validation import EpisodeOrder, box_action
+
 
 @dataclass(frozen=True)
 class RunnerConfig:
@@ -64,6 +66,9 @@ def generate_runner_dataset(cfg: RunnerConfig, num_episodes: int, seed: int) -> 
 
 
 class Runner1DEnv(gym.Env):
+    """Gymnasium environment of the runner (module docstring). ``step`` validates the action
+    (a finite array of shape (1,) in [-1, 1]) and the call order (:mod:`...envs.validation`)."""
+
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 10}
 
     def __init__(self, config: RunnerConfig | None = None,
@@ -75,18 +80,23 @@ class Runner1DEnv(gym.Env):
         self.observation_space = spaces.Box(-1.0, 1.0, (2,), np.float32)
         self.action_space = spaces.Box(-1.0, 1.0, (1,), np.float32)
         self._x, self._t = 0.0, 0
+        self._order = EpisodeOrder("Runner1DEnv")
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         self._x, self._t = 0.0, 0
+        self._order.started()
         return runner_observation(self.cfg, np.array([self._x]), 0)[0], {}
 
     def step(self, action):
-        a = float(np.clip(np.asarray(action, dtype=np.float64).reshape(-1)[0], -1.0, 1.0))
+        self._order.check()
+        a = float(np.clip(box_action(action, self.action_space)[0], -1.0, 1.0))
         self._x += a
         self._t += 1
         obs = runner_observation(self.cfg, np.array([self._x]), self._t)[0]
-        return obs, a, False, self._t >= self.cfg.horizon, {"x": self._x}
+        truncated = self._t >= self.cfg.horizon
+        self._order.stepped(False, truncated)
+        return obs, a, False, truncated, {"x": self._x}
 
     def render(self):
         if self.render_mode != "rgb_array":

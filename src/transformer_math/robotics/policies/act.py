@@ -24,8 +24,9 @@ no head (``output_size=0``), bidirectional (``causal=False``); the decoder adds
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor, nn
@@ -73,10 +74,11 @@ class ACTConfig:
         if self.reconstruction_loss not in RECONSTRUCTION_LOSSES:
             raise ValueError(f"reconstruction_loss must be one of {RECONSTRUCTION_LOSSES}, "
                              f"got {self.reconstruction_loss!r}")
-        if self.kl_weight < 0 or self.latent_dim < 1:
-            raise ValueError(
-                f"need kl_weight >= 0 and latent_dim >= 1, got {self.kl_weight}, {self.latent_dim}"
-            )
+        if not (math.isfinite(self.kl_weight) and self.kl_weight >= 0) or self.latent_dim < 1:
+            raise ValueError(f"need a finite kl_weight >= 0 and latent_dim >= 1, got "
+                             f"{self.kl_weight}, {self.latent_dim}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
 
 def act_trunks(config: ACTConfig) -> dict[str, TransformerConfig]:
@@ -120,6 +122,9 @@ def act_loss(pred: Tensor, target: Tensor, mu: Tensor, logvar: Tensor, kl_weight
 
 @register_policy("act")
 class ACTPolicy(ChunkPolicy):
+    config_class: ClassVar[type] = ACTConfig
+    config_limits: ClassVar[dict[str, tuple[int, int]]] = {"seed": (0, 2**63 - 1)}
+
     def __init__(self, config: ACTConfig) -> None:
         super().__init__(config.state_dim, config.action_dim, config.chunk_size)
         self.config = config
@@ -201,8 +206,12 @@ class ACTPolicy(ChunkPolicy):
         if mode == "sample":
             z = torch.randn(z.shape, generator=self.generator)
         elif mode == "sample_per_episode":
-            if self._episode_z is None or self._episode_z.shape[0] != s.shape[0]:
+            if self._episode_z is None:
                 self._episode_z = torch.randn(z.shape, generator=self.generator)
+            elif self._episode_z.shape[0] != s.shape[0]:
+                raise RuntimeError(
+                    f"this episode's latent was drawn for a batch of {self._episode_z.shape[0]}, "
+                    f"got a batch of {s.shape[0]}: call reset() to start new episodes")
             z = self._episode_z
         return self._unnormalize(self.decode(s, z))
 

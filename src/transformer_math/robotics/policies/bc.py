@@ -8,7 +8,7 @@ trained by L1 (ACT's reconstruction loss, 000 §8.3.8) or MSE (the mean-regressi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -47,6 +47,8 @@ class BCConfig:
 
 @register_policy("bc_mlp")
 class BCPolicy(ChunkPolicy):
+    config_class: ClassVar[type] = BCConfig
+
     def __init__(self, config: BCConfig) -> None:
         super().__init__(config.state_dim, config.action_dim, config.chunk_size)
         self.config = config

@@ -16,8 +16,9 @@ experiments here use smaller sizes (see their configs).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -26,7 +27,7 @@ from torch import Tensor, nn
 from transformer_math.bugs import declare_bug, planted
 from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.transformer import Transformer
-from transformer_math.robotics.policies.base import STATE_KEY, register_policy
+from transformer_math.robotics.policies.base import STATE_KEY, register_policy, state_batch
 
 RTG_NOT_DECREMENTED = declare_bug(
     "robotics.rtg-not-decremented",
@@ -64,11 +65,14 @@ class DTConfig:
     def __post_init__(self) -> None:
         if self.action_type not in ACTION_TYPES:
             raise ValueError(f"action_type must be one of {ACTION_TYPES}, got {self.action_type!r}")
-        if self.context_len < 1 or self.max_ep_len < 1 or self.rtg_scale <= 0:
+        if (self.context_len < 1 or self.max_ep_len < 1
+                or not (math.isfinite(self.rtg_scale) and self.rtg_scale > 0)):
             raise ValueError(
-                "need context_len >= 1, max_ep_len >= 1, rtg_scale > 0; got "
+                "need context_len >= 1, max_ep_len >= 1, a finite rtg_scale > 0; got "
                 f"{self.context_len}, {self.max_ep_len}, {self.rtg_scale}"
             )
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
 
 def dt_trunk(config: DTConfig) -> TransformerConfig:
@@ -87,6 +91,8 @@ def token_layout(num_steps: int) -> list[tuple[str, int]]:
 
 @register_policy("decision_transformer")
 class DecisionTransformer(nn.Module):
+    config_class: ClassVar[type] = DTConfig
+
     def __init__(self, config: DTConfig) -> None:
         super().__init__()
         self.config = config
@@ -168,20 +174,37 @@ class DecisionTransformer(nn.Module):
 
     # -- rollout interface ---------------------------------------------------------------------
     def reset(self, target_return: float | Tensor = 0.0) -> None:
-        """Start an episode with return-to-go ``target_return`` (scalar or (B,))."""
-        self._target = torch.as_tensor(target_return, dtype=torch.float32)
+        """Start an episode with return-to-go ``target_return`` (finite; scalar or (B,))."""
+        target = torch.as_tensor(target_return, dtype=torch.float32, device="cpu")
+        if target.dim() > 1 or not bool(torch.isfinite(target).all()):
+            raise ValueError(f"target_return must be a finite scalar or (batch,) tensor, got "
+                             f"{target_return!r}")
+        self._target = target
         self._hist: dict[str, list[Tensor]] = {"s": [], "a": [], "r": []}
 
     @torch.no_grad()
     def select_action(self, batch: dict[str, Tensor]) -> Tensor:
         """One control step. ``batch``: observation.state (B, S) and, after the first step,
-        ``reward`` (B,) of the previous step (RTG_{t+1} = RTG_t - r_t). Returns (B, A) or (B,)."""
-        s = torch.as_tensor(batch[STATE_KEY], dtype=torch.float32)
+        ``reward`` (B,) (or a scalar for all) of the previous step (RTG_{t+1} = RTG_t - r_t).
+        Returns (B, A) or (B,). B is fixed from the first step until ``reset()`` (another B
+        raises ``RuntimeError``) and must match a (B,) target; inputs must be finite."""
+        s = state_batch(batch, self.config.state_dim)
         b = s.shape[0]
+        if self._hist["s"] and self._hist["s"][0].shape[0] != b:
+            raise RuntimeError(f"this episode runs a batch of {self._hist['s'][0].shape[0]}, "
+                               f"got a batch of {b}: call reset() to start new episodes")
+        if self._target.dim() == 1 and self._target.shape[0] != b:
+            raise ValueError(f"target_return has {self._target.shape[0]} entries but the batch "
+                             f"holds {b} observations")
         if self._hist["r"]:
             if "reward" not in batch:
                 raise ValueError("batch must contain 'reward' of the previous step after step 0")
             reward = torch.as_tensor(batch["reward"], dtype=torch.float32)
+            if reward.dim() > 1 or (reward.dim() == 1 and reward.shape[0] != b):
+                raise ValueError(f"reward must be a scalar or of shape ({b},), got "
+                                 f"{tuple(reward.shape)}")
+            if not bool(torch.isfinite(reward).all()):
+                raise ValueError(f"reward must be finite, got {reward.tolist()}")
             if planted(RTG_NOT_DECREMENTED):  # planted bug (zoo; reachability's falsifier)
                 reward = torch.zeros_like(reward)
             rtg = self._hist["r"][-1] - reward

@@ -12,6 +12,11 @@ A chunk policy predicts k actions a_{t|t}, ..., a_{t+k-1|t} from the observation
   ensemble as a_bar_t = sum_j w_j a_{t|t-j} / Z with w_j = exp(-beta j) (j = age): that is the
   newest-first variant; ACT's released code weighs the oldest most.
 Ensembling is a causal FIR low-pass filter over the stream of chunks (seed: "低通滤波").
+
+Batches: an executor runs B episodes in lockstep, observation (B, ...) -> actions (B, A), each
+batch element with its own queue / ensemble. B is fixed by the first call after ``reset()``;
+another B raises ``RuntimeError`` (call ``reset()``), and the chunk function must return
+(B, k, A) chunks (``ValueError`` otherwise).
 """
 
 from __future__ import annotations
@@ -74,6 +79,33 @@ def temporal_ensemble_weights(num_predictions: int, decay: float,
 ChunkFn = Callable[[Tensor], Tensor]  # observation (B, S) -> chunk (B, k, A)
 
 
+class _BatchGuard:
+    """The batch size of the running episodes (module docstring "Batches")."""
+
+    def __init__(self) -> None:
+        self.size: int | None = None
+
+    def check(self, observation: Tensor) -> int:
+        """The batch size of ``observation``, which must be the running one (if any); the
+        caller commits it (``size = b``) once its step succeeded."""
+        shape = getattr(observation, "shape", ())
+        if len(shape) < 1:
+            raise ValueError(f"observation must be batched (batch, ...), got shape {tuple(shape)}")
+        b = int(shape[0])
+        if self.size is not None and b != self.size:
+            raise RuntimeError(f"the executor is running a batch of {self.size} episodes, got a "
+                               f"batch of {b} observations: call reset() to start new episodes "
+                               f"with another batch size")
+        return b
+
+    @staticmethod
+    def chunk(chunk: Tensor, b: int) -> Tensor:
+        if chunk.dim() != 3 or chunk.shape[0] != b:
+            raise ValueError(f"chunk_fn must return a chunk of shape ({b}, k, action_dim), got "
+                             f"{tuple(chunk.shape)}")
+        return chunk
+
+
 class ChunkQueue:
     """Receding-horizon execution: re-query after ``n_action_steps`` executed actions."""
 
@@ -86,12 +118,14 @@ class ChunkQueue:
     def reset(self) -> None:
         self._queue: Tensor | None = None
         self._pos = 0
+        self._batch = _BatchGuard()
 
     def __call__(self, chunk_fn: ChunkFn, observation: Tensor) -> Tensor:
+        b = self._batch.check(observation)
         if planted(CHUNK_REQUERY_EVERY_STEP):  # planted bug: falsifier of chunking-tradeoff
             self._queue = None
         if self._queue is None or self._pos >= self._queue.shape[1]:
-            chunk = chunk_fn(observation)  # (B, k, A)
+            chunk = _BatchGuard.chunk(chunk_fn(observation), b)  # (B, k, A)
             if chunk.shape[1] < self.n_action_steps:
                 raise ValueError(
                     f"n_action_steps ({self.n_action_steps}) exceeds the chunk size "
@@ -101,6 +135,7 @@ class ChunkQueue:
         # planted bug (falsifier of robotics.compounding-error): the index never advances
         action = self._queue[:, 0 if planted(CHUNK_INDEX_FROZEN) else self._pos]
         self._pos += 1
+        self._batch.size = b
         return action
 
 
@@ -115,9 +150,12 @@ class TemporalEnsembler:
     def reset(self) -> None:
         self._chunks: list[tuple[int, Tensor]] = []  # (issue step, chunk (B, k, A)), oldest first
         self._step = 0
+        self._batch = _BatchGuard()
 
     def __call__(self, chunk_fn: ChunkFn, observation: Tensor) -> Tensor:
-        self._chunks.append((self._step, chunk_fn(observation)))
+        b = self._batch.check(observation)
+        self._chunks.append((self._step, _BatchGuard.chunk(chunk_fn(observation), b)))
+        self._batch.size = b
         t = self._step
         self._chunks = [(s, c) for s, c in self._chunks if t - s < c.shape[1]]
         preds = torch.stack([c[:, t - s] for s, c in self._chunks], dim=0)  # (n, B, A)
