@@ -402,3 +402,37 @@ def test_extra_commands_are_discovered(
     finally:
         for name in [m for m in sys.modules if m.startswith("fake_tmath_commands")]:
             del sys.modules[name]
+
+
+def test_top_level_guard_user_errors_vs_internal_bugs() -> None:
+    """ValueError/TypeError/OSError from a command: one line, exit 2; the same inside
+    ``internal_work`` (claims, benchmarks) or any other exception: a traceback (a bug)."""
+    from transformer_math.cli import TmathGroup
+    from transformer_math.commands.args import internal_work
+
+    demo = typer.Typer(cls=TmathGroup)
+
+    @demo.command("user")
+    def user(kind: str) -> None:
+        exc = {"value": ValueError("--x must be finite, got inf"),
+               "type": TypeError("--x must be a number"),
+               "os": FileNotFoundError(2, "No such file or directory", "/missing/x")}[kind]
+        raise exc
+
+    @demo.command("bug")
+    def bug(kind: str) -> None:
+        if kind == "internal":
+            with internal_work():
+                raise ValueError("a claim's own ValueError")
+        raise RuntimeError("boom")
+
+    runner = CliRunner()
+    for kind, text in (("value", "--x must be finite, got inf"), ("type", "--x must be a number"),
+                       ("os", "No such file or directory: '/missing/x'")):
+        res = runner.invoke(demo, ["user", kind], prog_name="tmath")
+        assert res.exit_code == 2, res.output
+        assert res.stderr.strip().splitlines() == [f"tmath user: error: {text}"]
+    res = runner.invoke(demo, ["bug", "internal"], prog_name="tmath")
+    assert isinstance(res.exception, ValueError)  # not swallowed: CliRunner holds it
+    res = runner.invoke(demo, ["bug", "crash"], prog_name="tmath")
+    assert isinstance(res.exception, RuntimeError)

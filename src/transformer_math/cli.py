@@ -11,14 +11,21 @@ Commands (``tmath COMMAND --help`` for each):
 - extra commands (calculators) found in ``transformer_math/commands/`` (see that package).
 
 Every user mistake (unknown tier or id, a ``-k`` pattern matching nothing, an invalid regular
-expression, an unreadable results file, an unknown option) prints one line to stderr,
-``tmath CMD: error: ...``, and exits 2. Claims, torch and matplotlib are imported only inside the
+expression, an unreadable results file, an unknown option, a number that is not finite or out of
+its range, an output path whose folder is missing) prints one line to stderr,
+``tmath CMD: error: ...``, and exits 2; numbers and output paths are checked before any work
+(``commands/args.py``), and a result that would overflow is an error, never ``inf`` output.
+A ``ValueError``, ``TypeError`` or ``OSError`` a command raises on user input is printed the
+same way (see :data:`USER_INPUT_ERRORS`); any other exception is a bug and shows its traceback.
+Exit 1 means "ran, but the result is negative" (a claim failed, a bug survived, a benchmark
+missed its target). Claims, torch and matplotlib are imported only inside the
 commands that need them, so ``tmath --help`` is fast.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import pkgutil
 import re
 import sys
@@ -34,6 +41,20 @@ try:  # typer vendors click from 0.2x on
     from typer._click.exceptions import ClickException, UsageError
 except ImportError:  # pragma: no cover - older typer depends on click itself
     from click.exceptions import ClickException, UsageError  # type: ignore[no-redef]
+
+from transformer_math.commands.args import (
+    MAX_REPEATS,
+    MAX_SEED,
+    MAX_SEEDS,
+    MAX_THREADS,
+    error_line,
+    integer,
+    internal_work,
+    is_internal,
+    number,
+    output_file,
+    output_folder,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -81,15 +102,45 @@ class TmathGroup(TyperGroup):
         except typer.Abort:
             typer.echo("tmath: aborted", err=True)
             sys.exit(1)
+        except USER_INPUT_ERRORS as exc:
+            if is_internal(exc) or os.environ.get("TMATH_TRACEBACK"):
+                raise
+            where = " ".join([prog_name or "tmath", *self._command_name(args)])
+            typer.echo(error_line(where, _one_line(exc), hint=False), err=True)
+            sys.exit(2)
         sys.exit(rv if isinstance(rv, int) else 0)
+
+    def _command_name(self, args: Sequence[str] | None) -> list[str]:
+        """The subcommand named on the command line (``[]`` when there is none)."""
+        words = list(sys.argv[1:] if args is None else args)
+        name = next((w for w in words if w in self.commands), None)
+        return [] if name is None else [name]
+
+
+USER_INPUT_ERRORS: tuple[type[Exception], ...] = (ValueError, TypeError, OSError)
+"""Exceptions that a command raises for a user's input and that ``tmath`` prints as one line
+with exit 2: ``ValueError``/``TypeError`` are how the library refuses an argument (by the
+project's convention they name it), ``OSError`` (``FileNotFoundError``, ``PermissionError``,
+...) is the file system refusing a path the user gave. They count only outside
+``commands.args.internal_work`` (claims, benchmarks and the bug zoo run inside it): there they
+are bugs of ours. Every other exception (``RuntimeError``, ``AssertionError``, ``KeyError``,
+``IndexError``, ``ZeroDivisionError``, ``RecursionError``, ``MemoryError``, ...) is a bug and
+keeps its traceback; set ``TMATH_TRACEBACK=1`` to see the traceback of a refused input too."""
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        text = exc.strerror + (f": {str(exc.filename)!r}" if exc.filename is not None else "")
+    else:
+        text = str(exc) or type(exc).__name__
+    return " ".join(text.split())
 
 
 def _print_error(exc: ClickException, prog_name: str) -> None:
     ctx = getattr(exc, "ctx", None)
     where = ctx.command_path if ctx is not None else prog_name
-    message = " ".join(exc.format_message().split())
-    hint = f" (see '{where} --help')" if isinstance(exc, UsageError) else ""
-    typer.echo(f"{where}: error: {message}{hint}", err=True)
+    typer.echo(error_line(where, exc.format_message(), hint=isinstance(exc, UsageError)),
+               err=True)
 
 
 app = typer.Typer(
@@ -286,8 +337,9 @@ def verify(
     tier = _choice(tier, TIERS, "--tier")
     size = _choice(size, SIZES, "--size")
     pattern = _regex(pattern)
-    if threads < 1:
-        raise UsageError(f"--threads must be >= 1, got {threads}")
+    integer("--seed", seed, low=0, high=MAX_SEED)
+    integer("--seeds", seeds, low=1, high=MAX_SEEDS)
+    integer("--threads", threads, low=1, high=MAX_THREADS)
 
     from transformer_math.claims.registry import all_claims, select_claims
     from transformer_math.report.results import build_results, write_json
@@ -298,8 +350,11 @@ def verify(
         if pattern:
             raise UsageError(f"no claim of tier {tier!r} matches -k {pattern!r} (see 'tmath list')")
         _stderr().print(f"no claims of tier {tier!r} are registered")
-    results = (_run_claims(claims, seed=seed, size=size, threads=threads, seeds=seeds)
-               if claims else [])
+    output_file("--json", json_file, make_parents=True)  # before the claims run
+    output_folder("--report", report_dir)
+    with internal_work():  # claims run on validated input: a ValueError here is ours
+        results = (_run_claims(claims, seed=seed, size=size, threads=threads, seeds=seeds)
+                   if claims else [])
     document = build_results(results, seed=seed, tier=tier, size=size, pattern=pattern,
                              seeds=seeds)
 
@@ -368,6 +423,8 @@ def show(
 ) -> None:
     """Run one claim and print everything about it (exit 1 when it fails)."""
     size = _choice(size, SIZES, "--size")
+    integer("--seed", seed, low=0, high=MAX_SEED)
+    integer("--seeds", seeds, low=1, high=MAX_SEEDS)
 
     from transformer_math.claims.registry import get_claim
     from transformer_math.report.results import to_jsonable
@@ -377,7 +434,8 @@ def show(
         c = get_claim(claim_id)
     except KeyError as exc:
         raise UsageError(str(exc.args[0]) if exc.args else f"no claim {claim_id!r}") from None
-    (result,) = _run_claims([c], seed=seed, size=size, threads=1, seeds=seeds)
+    with internal_work():
+        (result,) = _run_claims([c], seed=seed, size=size, threads=1, seeds=seeds)
     entry = to_jsonable(result.to_json())
     if json_output:
         typer.echo(json_text(entry))
@@ -391,10 +449,13 @@ def _seed_list(text: str) -> list[int]:
     """``"0-4"`` -> [0, 1, 2, 3, 4]; ``"0,3,7"`` -> [0, 3, 7]."""
     seeds: list[int] = []
     for part in text.split(","):
-        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        m = re.fullmatch(r"\s*(\d{1,20})\s*(?:-\s*(\d{1,20})\s*)?", part)
         if m is None or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
             raise UsageError(f"--seeds must look like '0-4' or '0,3,7', got {text!r}")
         lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi > MAX_SEED or len(seeds) + hi - lo + 1 > MAX_SEEDS:
+            raise UsageError(f"--seeds must name at most {MAX_SEEDS} seeds, each <= {MAX_SEED}, "
+                             f"got {text!r}")
         seeds.extend(range(lo, hi + 1))
     if len(seeds) < 2 or len(set(seeds)) != len(seeds):
         raise UsageError(f"--seeds must name at least two distinct seeds, got {text!r}")
@@ -424,8 +485,8 @@ def margins(
     size = _choice(size, SIZES, "--size")
     pattern = _regex(pattern)
     seed_list = _seed_list(seeds)
-    if not factor > 0:
-        raise UsageError(f"--factor must be > 0, got {factor}")
+    factor = number("--factor", factor, low=0, low_open=True)
+    output_file("--json", json_file)  # before the sweep runs
 
     import json
 
@@ -439,7 +500,8 @@ def margins(
         raise UsageError(f"no claim of tier {tier!r} matches -k {pattern!r} (see 'tmath list')")
     torch.set_num_threads(1)
     out = _stdout()
-    spreads = sweep(claims, seed_list, size=Size(size))
+    with internal_work():
+        spreads = sweep(claims, seed_list, size=Size(size))
     for sp in spreads:
         out.print(f"{'firm ' if sp.firm(factor) else 'WEAK '} {sp.claim_id}  "
                   f"verdicts {','.join(sorted(set(sp.verdicts)))}"
@@ -483,6 +545,7 @@ def report(
         document = read_results(source)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    output_folder("report folder", out_dir)
     index = _write("report folder", out_dir, lambda: render_report(document, out_dir))
     _stdout().print(f"wrote {index}")
 
@@ -507,6 +570,7 @@ def bench(
     Exits 1 when a benchmark with a target ratio misses it.
     """
     pattern = _regex(pattern)
+    integer("--repeats", repeats, low=1, high=MAX_REPEATS)
 
     from transformer_math.bench.harness import (
         all_benchmarks,
@@ -522,6 +586,7 @@ def bench(
         raise UsageError(
             f"no benchmark matches -k {pattern!r}" if pattern else "no benchmarks registered"
         )
+    output_file("--json", json_file, make_parents=True)  # before the benchmarks run
     results = []
     skipped: list[str] = []
     with _progress_bar() as progress:
@@ -533,7 +598,8 @@ def bench(
             except ImportError as exc:  # an optional reference library (e.g. transformers)
                 skipped.append(f"{entry.name} ({exc})")
                 continue
-            results.append(run_benchmark(built, repeats=repeats))
+            with internal_work():
+                results.append(run_benchmark(built, repeats=repeats))
         progress.update(task, completed=len(entries))
     rows = [r.to_json() for r in results]
     out = _stdout()

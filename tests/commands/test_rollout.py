@@ -62,3 +62,26 @@ def test_wrong_policy_for_env_exits_2(app, tmp_path):
     res = CliRunner().invoke(app, ["rollout", "bimodal", "--policy", str(ckpt),
                                    "--out", str(tmp_path / "b.png")])
     assert res.exit_code == 2
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    (["--out", "MISSING/x.png"], "--out"),  # was a FileNotFoundError after the whole rollout
+    (["--seed", "-1"], "--seed"),  # was a gymnasium traceback
+    (["--seed", str(2**70)], "--seed"),
+    (["--target-return", "nan"], "--target-return"),  # was accepted silently
+    (["--max-steps", str(2**70)], "--max-steps"),
+])
+def test_arguments_checked_before_any_work(app, tmp_path, monkeypatch, args, named):
+    import gymnasium
+
+    def no_env(*a, **k):
+        raise AssertionError("the environment was built before the arguments were checked")
+
+    monkeypatch.setattr(gymnasium, "make", no_env)
+    args = [a.replace("MISSING", str(tmp_path / "missing")) for a in args]
+    if "--out" not in args:
+        args += ["--out", str(tmp_path / "r.png")]
+    res = CliRunner().invoke(app, ["rollout", "grid", *args])
+    assert res.exit_code == 2, res.output
+    (line,) = res.stderr.strip().splitlines()
+    assert line.startswith("root rollout: error: ") and named in line, line

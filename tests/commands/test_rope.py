@@ -159,3 +159,40 @@ def test_a_removed_type_is_rejected_again() -> None:
     ROPE_SCALING_FUNCTIONS.remove(name)
     r = _run("--type", name, "--json")
     assert r.exit_code == 2 and name not in _run("--help").output
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    (["--factor", "inf"], "--factor"),  # was OverflowError
+    (["--factor", "nan"], "--factor"),  # was ValueError traceback
+    (["--factor", "1e6"], "--factor"),  # tried to allocate 32 GB
+    (["--type", "yarn", "--factor", "1e308"], "--factor"),
+    (["--train-len", "0"], "--train-len"),  # was ZeroDivisionError
+    (["--original-max", "0"], "--original-max"),  # was ZeroDivisionError
+    (["--head-dim", str(2**40)], "--head-dim"),
+    (["--seq-len", "262145"], "pair-positions"),  # 64 pairs x 262145 > MAX_PAIR_POSITIONS
+    (["--base", "inf"], "--base"),
+    (["--beta-fast", "nan", "--type", "yarn"], "--beta-fast"),
+    (["--figure", "MISSING/x.png"], "--figure"),  # was FileNotFoundError after computing
+    (["--figure", "NOEXT"], "--figure"),
+])
+def test_sizes_and_paths_refused_before_computing(tmp_path, monkeypatch, args, named):
+    import transformer_math.commands.rope as rope_command
+
+    def no_work(**kwargs):
+        raise AssertionError("rope_report ran before the arguments were checked")
+
+    monkeypatch.setattr(rope_command, "rope_report", no_work)
+    args = [a.replace("MISSING", str(tmp_path / "missing")).replace("NOEXT", str(tmp_path / "x"))
+            for a in args]
+    r = _run(*args)
+    assert r.exit_code == 2, r.output
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("root rope: error: ") and named in line, line
+
+
+def test_largest_allowed_size_is_documented_and_accepted() -> None:
+    from transformer_math.commands.rope import MAX_PAIR_POSITIONS
+
+    assert MAX_PAIR_POSITIONS == 2**23
+    r = _run("--head-dim", "2", "--train-len", "8", "--seq-len", "64", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["rotary_dim"] == 2

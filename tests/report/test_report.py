@@ -271,3 +271,34 @@ def test_render_report_without_summary(document: dict[str, Any], tmp_path: Path)
     assert "demo.failed" in page
     with pytest.raises(ValueError, match="'claims' list"):
         render_report({"claims": "nope"}, tmp_path)
+
+
+def test_read_results_refuses_deep_nesting_before_parsing(tmp_path: Path) -> None:
+    """Was a RecursionError traceback from json.loads (tmath report on nested JSON)."""
+    from transformer_math.report.results import (
+        MAX_RESULTS_DEPTH,
+        json_nesting_depth,
+        read_results,
+    )
+
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"claims": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(ValueError, match="nested 100001 levels deep"):
+        read_results(deep)
+    assert json_nesting_depth('{"a": "[[[\\"[", "b": [{}]}') == 3  # brackets in strings skipped
+    ok = tmp_path / "ok.json"
+    ok.write_text('{"claims": [{"id": "a", "measured": ' + "[" * (MAX_RESULTS_DEPTH - 3)
+                  + "]" * (MAX_RESULTS_DEPTH - 3) + "}]}")
+    assert read_results(ok)["claims"][0]["id"] == "a"
+
+
+def test_tmath_report_on_nested_json_is_one_line(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from transformer_math.cli import app
+
+    (tmp_path / "results.json").write_text("[" * 50_000 + "]" * 50_000)
+    res = CliRunner().invoke(app, ["report", str(tmp_path)])
+    assert res.exit_code == 2, res.output
+    (line,) = res.stderr.strip().splitlines()
+    assert line.startswith("tmath report: error: ") and "nested" in line

@@ -63,3 +63,17 @@ def test_relu_coefficients_not_differenced_bug_and_the_correct_interpolant() -> 
         with plant("approximation.relu-coeffs-not-differenced"):
             bad = float((relu_interpolant_1d(torch.sin, 31)(x) - torch.sin(x)).abs().max())
     assert good < 1e-3 < 1.0 < bad
+
+
+def test_rate_calculators_refuse_results_outside_the_float_range() -> None:
+    """Were OverflowError (eps^(-d/s) = 10^30000), ZeroDivisionError and a silent inf."""
+    with pytest.raises(ValueError, match="epsilon"):
+        neurons_for_accuracy(1e-300, 100, 1)
+    with pytest.raises(ValueError, match="dim / smoothness"):
+        accuracy_for_neurons(1e308, 1e-300, 1e300)
+    with pytest.raises(ValueError, match="dim / smoothness"):
+        neurons_for_accuracy(0.5, 1e308, 1e-300)
+    with pytest.raises(ValueError, match="num_neurons"):
+        accuracy_for_neurons(10**400, 1, 1)
+    assert round(neurons_for_accuracy(0.1, 10, 2)) == 100000  # unchanged
+    assert accuracy_for_neurons(1e5, 10, 2) == pytest.approx(0.1)

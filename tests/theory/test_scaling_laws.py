@@ -92,3 +92,30 @@ def test_numerical_optimum_equals_the_lagrange_closed_form() -> None:
         assert opt.flops == pytest.approx(c, rel=1e-12)
         for k in (0.9, 1.1):  # a local minimum along the budget line
             assert CHINCHILLA_LOSS(opt.params * k, c / (6 * opt.params * k)) > opt.loss
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [
+        ({"tokens": 1e-300}, "tokens"),  # was ZeroDivisionError
+        ({"params": 1e308, "approach": "3"}, "params"),  # was OverflowError
+        ({"params": 1e308}, "params"),  # was tokens = inf, returned silently
+        ({"flops": 1e308}, "flops"),  # was inf / nan, returned silently
+        ({"tokens": 1e308}, "tokens"),  # was OverflowError
+        ({"params": 10**400}, "params"),  # an int beyond the float range
+    ],
+)
+def test_compute_optimal_refuses_results_outside_the_float_range(kwargs, named) -> None:
+    with pytest.raises(ValueError, match=named):
+        compute_optimal(**kwargs)
+
+
+def test_inference_aware_refuses_overflow_and_keeps_good_numbers() -> None:
+    base = compute_optimal(flops=1e21, approach="3")
+    with pytest.raises(ValueError, match="inference_tokens"):
+        inference_aware_optimum(base, 1e308)  # was inf / nan, returned silently
+    with pytest.raises(ValueError, match="inference_tokens"):
+        inference_aware_optimum(base, math.inf)
+    good = inference_aware_optimum(base, 1e13)
+    assert all(math.isfinite(v) for v in (good.params, good.tokens, good.total_flops))
+    assert good.params < base.params

@@ -14,6 +14,13 @@ Rules for a command module, so that ``tmath --help`` stays fast and the conventi
 - import only ``typer`` (and the standard library) at module level; import torch, claims,
   theory, ... inside the command function;
 - give the command a docstring (its ``--help`` text) and help texts for its options;
-- on a user mistake raise ``typer.BadParameter("...")`` (one-line error, exit 2); exit 1 with
-  ``raise typer.Exit(1)`` when what it checks fails; offer ``--json`` for machine-readable output.
+- check every number (finite, in range) and every output path (its folder exists) before any
+  work, with the shared checks of ``commands/args.py`` (``number``, ``integer``,
+  ``output_file``); on a user mistake call ``args.fail("...")`` or raise
+  ``typer.BadParameter("...")`` (one line ``tmath CMD: error: ...``, exit 2); a result that
+  overflows is an error too, never ``inf`` output (``args.json_text`` for ``--json``); exit 1
+  with ``raise typer.Exit(1)`` when what it checks fails; offer ``--json`` for machine-readable
+  output. A ``ValueError``/``TypeError``/``OSError`` that escapes a command is printed by
+  ``tmath`` as one line (exit 2); wrap runs of library code on validated input in
+  ``args.internal_work()`` so that such an exception keeps its traceback (it is a bug).
 """

@@ -10,15 +10,11 @@ with the input dimension ``--dim`` d and smoothness ``--smoothness`` s. Examples
 
 from __future__ import annotations
 
-import json
 import math
 
 import typer
 
-
-def _fail(message: str) -> None:
-    typer.echo(f"Error: {message}", err=True)
-    raise typer.Exit(2)
+from transformer_math.commands.args import fail, json_text, number
 
 
 def approx_rate(
@@ -30,14 +26,11 @@ def approx_rate(
 ) -> None:
     """Approximation rate N(eps) = eps^(-d/s) (worst case, constants omitted)."""
     if (epsilon is None) == (units is None):
-        _fail("give exactly one of --epsilon and --units")
-    for name, value in (("--dim", dim), ("--smoothness", smoothness)):
-        if not math.isfinite(value) or value <= 0:
-            _fail(f"{name} must be a positive finite number, got {value}")
-    if epsilon is not None and not (math.isfinite(epsilon) and 0 < epsilon < 1):
-        _fail(f"--epsilon must be in (0, 1), got {epsilon}")
-    if units is not None and not (math.isfinite(units) and units >= 1):
-        _fail(f"--units must be a finite number >= 1, got {units}")
+        fail("give exactly one of --epsilon and --units")
+    dim = number("--dim", dim, low=0, low_open=True)
+    smoothness = number("--smoothness", smoothness, low=0, low_open=True)
+    epsilon = number("--epsilon", epsilon, low=0, high=1, low_open=True, high_open=True)
+    units = number("--units", units, low=1)
 
     from transformer_math.theory.approximation import (
         accuracy_for_neurons,
@@ -45,21 +38,26 @@ def approx_rate(
         rate_exponent,
     )
 
-    exponent = rate_exponent(dim, smoothness)
+    try:
+        exponent = rate_exponent(dim, smoothness)
+        if epsilon is not None:
+            n = neurons_for_accuracy(epsilon, dim, smoothness)
+        else:
+            assert units is not None
+            eps = accuracy_for_neurons(units, dim, smoothness)
+    except ValueError as exc:  # the calculators name what leaves the float range
+        fail(str(exc))
     if epsilon is not None:
-        n = neurons_for_accuracy(epsilon, dim, smoothness)
         result = {"epsilon": epsilon, "dim": dim, "smoothness": smoothness,
                   "exponent_d_over_s": exponent, "units": n, "log10_units": math.log10(n)}
         line = (f"N(eps={epsilon:g}) = eps^(-d/s) = {epsilon:g}^(-{exponent:.4g}) "
                 f"= {n:.4g} units (10^{math.log10(n):.2f})")
     else:
-        assert units is not None
-        eps = accuracy_for_neurons(units, dim, smoothness)
         result = {"units": units, "dim": dim, "smoothness": smoothness,
                   "exponent_d_over_s": exponent, "epsilon": eps}
         line = f"eps(N={units:g}) = N^(-s/d) = {eps:.4g}"
     if as_json:
-        typer.echo(json.dumps(result))
+        typer.echo(json_text(result))
     else:
         typer.echo(line)
         typer.echo("(worst-case order of magnitude for smoothness s in dimension d; 000 §8.3.4)")

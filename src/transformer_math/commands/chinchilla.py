@@ -14,28 +14,17 @@ Give exactly one of ``--tokens D`` (data-limited: the model size D tokens feed o
 
 from __future__ import annotations
 
-import json
-import math
 import sys
 
 import typer
 
+from transformer_math.commands.args import fail, finite_result, json_text, number
 from transformer_math.theory.scaling_laws import (
     SCALING_FITS,
     compute_optimal,
     get_scaling_fit,
     inference_aware_optimum,
 )
-
-
-def _fail(message: str) -> None:
-    typer.echo(f"Error: {message}", err=True)
-    raise typer.Exit(2)
-
-
-def _check_positive(name: str, value: float | None) -> None:
-    if value is not None and (not math.isfinite(value) or value <= 0):
-        _fail(f"{name} must be a positive finite number, got {value}")
 
 
 def _fmt(x: float | None) -> str:
@@ -59,28 +48,33 @@ def chinchilla(
         if v is not None
     ]
     if len(given) != 1:
-        _fail(f"give exactly one of --tokens, --flops, --params (got {', '.join(given) or 'none'})")
-    _check_positive("--tokens", tokens)
-    _check_positive("--flops", flops)
-    _check_positive("--params", params)
+        fail(f"give exactly one of --tokens, --flops, --params (got {', '.join(given) or 'none'})")
+    tokens = number("--tokens", tokens, low=0, low_open=True)
+    flops = number("--flops", flops, low=0, low_open=True)
+    params = number("--params", params, low=0, low_open=True)
+    inference_tokens = number("--inference-tokens", inference_tokens, low=0)
     if approach.lower() not in SCALING_FITS:
-        _fail(f"--approach must be one of {', '.join(sorted(SCALING_FITS))}, got {approach!r}")
-    if inference_tokens is not None and (
-        not math.isfinite(inference_tokens) or inference_tokens < 0
-    ):
-        _fail(f"--inference-tokens must be a finite number >= 0, got {inference_tokens}")
+        fail(f"--approach must be one of {', '.join(sorted(SCALING_FITS))}, got {approach!r}")
     fit = get_scaling_fit(approach)
     if inference_tokens is not None and fit.loss is None:
-        _fail(
-            f"--inference-tokens needs a loss surface: use --approach 3 or epoch (got {approach})"
-        )
-    opt = compute_optimal(flops=flops, params=params, tokens=tokens, approach=approach)
+        fail(f"--inference-tokens needs a loss surface: use --approach 3 or epoch (got {approach})")
+    option = given[0]
+    value = {"--tokens": tokens, "--flops": flops, "--params": params}[option]
+    try:  # the calculators name what is out of range
+        opt = compute_optimal(flops=flops, params=params, tokens=tokens, approach=approach)
+    except ValueError as exc:
+        fail(f"{option}: {exc}")
     result: dict[str, object] = opt.to_json()
     result["source"] = fit.source
     if inference_tokens is not None:
-        result["inference_aware"] = inference_aware_optimum(opt, inference_tokens).to_json()
+        try:
+            result["inference_aware"] = inference_aware_optimum(opt, inference_tokens).to_json()
+        except ValueError as exc:
+            fail(f"--inference-tokens: {exc}")
+    for key in ("params", "tokens", "flops", "tokens_per_param"):
+        finite_result(key, float(result[key]), f"{option} {value:g}")  # type: ignore[arg-type]
     if as_json:
-        typer.echo(json.dumps(result))
+        typer.echo(json_text(result))
         return
     out = sys.stdout
     out.write(f"Chinchilla compute-optimal ({fit.source})\n")

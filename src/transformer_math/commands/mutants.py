@@ -21,10 +21,15 @@ from typing import Annotated
 
 import typer
 
-
-def _fail(message: str) -> None:
-    typer.echo(f"Error: {message}", err=True)
-    raise typer.Exit(2)
+from transformer_math.commands.args import (
+    MAX_SEED,
+    MAX_SEEDS,
+    MAX_THREADS,
+    integer,
+    internal_work,
+    output_file,
+)
+from transformer_math.commands.args import fail as _fail
 
 
 def _regex(option: str, pattern: str | None) -> str | None:
@@ -61,12 +66,12 @@ def mutants(
         _fail(f"--tier must be one of quick, full; got {tier!r}")
     if size not in ("tiny", "default", "large"):
         _fail(f"--size must be one of tiny, default, large; got {size!r}")
-    for name, value, low in (("--seed", seed, 0), ("--seeds", seeds, 1),
-                             ("--threads", threads, 1)):
-        if value < low:
-            _fail(f"{name} must be >= {low}, got {value}")
+    integer("--seed", seed, low=0, high=MAX_SEED)
+    integer("--seeds", seeds, low=1, high=MAX_SEEDS)
+    integer("--threads", threads, low=1, high=MAX_THREADS)
     pattern = _regex("-k", pattern)
     bug_pattern = _regex("--bug", bug_pattern)
+    output_file("--json", json_file)
 
     import torch
 
@@ -85,9 +90,10 @@ def mutants(
         sys.stderr.write(f"\r\033[K{bug} <- {claim_id}")
         sys.stderr.flush()
 
-    report = run_zoo(claims, zoo, Context(seed=seed, size=Size(size), seeds=seeds),
-                     first_kill=first_kill, every_claim=every_claim,
-                     on_step=step if sys.stderr.isatty() else None)
+    with internal_work():  # a ValueError from here on is ours: keep its traceback
+        report = run_zoo(claims, zoo, Context(seed=seed, size=Size(size), seeds=seeds),
+                         first_kill=first_kill, every_claim=every_claim,
+                         on_step=step if sys.stderr.isatty() else None)
     if sys.stderr.isatty():
         sys.stderr.write("\r\033[K")
     out = sys.stdout

@@ -10,14 +10,17 @@ from the file). Exit codes: 0 success, 2 bad usage (one-line error).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import typer
 
+from transformer_math.commands.args import MAX_SEED, integer, json_text, number, output_file
+
 ENV_NAMES = ("point-mass", "bimodal", "grid", "runner")
+MAX_STEPS = 1_000_000
+"""Largest ``--max-steps``."""
 
 
 def _scripted(env_name: str, env: Any, seed: int):
@@ -121,15 +124,20 @@ def rollout(
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """Run a scripted or trained policy in an environment and save a trajectory plot."""
-    import gymnasium as gym
-
-    from transformer_math.robotics.envs import ENV_IDS
-
     if env_name not in ENV_NAMES:
         raise typer.BadParameter(f"expected one of {', '.join(ENV_NAMES)}, got {env_name!r}",
                                  param_hint="ENV_NAME")
     if not out.lower().endswith(".png"):
         raise typer.BadParameter(f"expected a .png path, got {out!r}", param_hint="--out")
+    integer("--seed", seed, low=0, high=MAX_SEED)
+    integer("--max-steps", max_steps, low=1, high=MAX_STEPS)
+    number("--target-return", target_return)
+    output_file("--out", out)  # before the rollout runs, not after
+
+    import gymnasium as gym
+
+    from transformer_math.robotics.envs import ENV_IDS
+
     env = gym.make(ENV_IDS[env_name])
     out_path = Path(out)
     obs, _ = env.reset(seed=seed)
@@ -141,9 +149,11 @@ def rollout(
         if not path.is_file():
             raise typer.BadParameter(f"expected 'scripted' or an existing checkpoint, got "
                                      f"{policy!r}", param_hint="--policy")
+        from safetensors import SafetensorError
+
         try:
             act, dt_state = _trained(path, target_return)
-        except (ValueError, KeyError, OSError) as exc:
+        except (ValueError, KeyError, OSError, SafetensorError) as exc:  # not a policy file
             raise typer.BadParameter(f"cannot load checkpoint {policy!r}: {exc}",
                                      param_hint="--policy") from exc
     u = env.unwrapped
@@ -175,7 +185,7 @@ def rollout(
                "info": {k: (v if isinstance(v, bool | int | float | str) else str(v))
                         for k, v in end_info.items()}}
     if as_json:
-        typer.echo(json.dumps(summary))
+        typer.echo(json_text(summary))
     else:
         typer.echo(f"{env_name}: {summary['steps']} steps, return {summary['return']}, "
                    f"plot {out}")

@@ -11,6 +11,10 @@ and optional parameters, defaults, length dependence, descriptions): registering
 ``functional.rope_scaling.register_rope_scaling`` makes it a valid ``--type``, listed in
 ``tmath rope --help``; parameters without an option of their own go in ``--param NAME=VALUE``.
 
+Sizes are bounded before anything is computed: ``--head-dim`` <= ``MAX_HEAD_DIM`` (65536), the
+lengths <= ``MAX_POSITIONS`` (2^24) and rotary pairs x L_test <= ``MAX_PAIR_POSITIONS`` (2^23,
+under 1 GB of coverage tables); every float option must be finite.
+
 Examples:
     tmath rope --head-dim 128 --train-len 4096 --seq-len 32768 --type yarn --factor 8
     tmath rope --head-dim 128 --base 500000 --type llama3 --factor 8 --original-max 8192 --json
@@ -18,13 +22,30 @@ Examples:
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from typer.core import TyperCommand
+
+from transformer_math.commands.args import (
+    FIGURE_SUFFIXES,
+    fail,
+    integer,
+    json_text,
+    number,
+    output_file,
+)
+
+MAX_HEAD_DIM = 2**16
+"""Largest ``--head-dim`` the calculator accepts."""
+MAX_POSITIONS = 2**24
+"""Largest ``--train-len``, ``--seq-len`` and ``--original-max`` (16.8 M positions)."""
+MAX_PAIR_POSITIONS = 2**23
+"""Largest (rotary pairs) x L_test: the phase-coverage tables hold a few float64 values per
+pair and position, so this bounds the command's memory (about 0.8 GB at the maximum; head dim
+128 reaches L_test = 131072, Llama 3.1's context). Checked before anything is computed."""
 
 PARAMETER_OPTIONS = {
     "factor": "--factor",
@@ -45,9 +66,14 @@ def _float_list(text: str | None, name: str) -> list[float] | None:
     if text is None:
         return None
     try:
-        return [float(v) for v in text.replace(" ", "").split(",") if v]
+        values = [float(v) for v in text.replace(" ", "").split(",") if v]
     except ValueError as exc:
         raise typer.BadParameter(f"{name} must be comma-separated numbers, got {text!r}") from exc
+    if not all(math.isfinite(v) for v in values):
+        raise typer.BadParameter(f"{name} must be comma-separated finite numbers, got {text!r}")
+    if len(values) > MAX_HEAD_DIM // 2:
+        raise typer.BadParameter(f"{name} has more than {MAX_HEAD_DIM // 2} entries")
+    return values
 
 
 def _param_value(text: str) -> Any:
@@ -58,10 +84,13 @@ def _param_value(text: str) -> Any:
     if "," in text:
         return _float_list(text, "--param")
     try:
-        return float(text)
+        value = float(text)
     except ValueError as exc:
         raise typer.BadParameter(f"--param values must be numbers, lists or true/false, "
                                  f"got {text!r}") from exc
+    if not math.isfinite(value):
+        raise typer.BadParameter(f"--param values must be finite, got {text!r}")
+    return value
 
 
 def parse_params(pairs: list[str]) -> dict[str, Any]:
@@ -251,6 +280,19 @@ def _print_table(report: dict[str, Any]) -> None:
     )
 
 
+def _check_sizes(*, head_dim: int, partial_rotary_factor: float, train_len: int | None,
+                 seq_len: int | None, original_max: int | None) -> None:
+    """The sizes of ``tmath rope``, checked against the documented maxima before any work."""
+    integer("--head-dim", head_dim, low=2, high=MAX_HEAD_DIM)
+    number("--partial-rotary-factor", partial_rotary_factor, low=0, high=1, low_open=True)
+    if int(head_dim * partial_rotary_factor) < 2:
+        fail(f"--partial-rotary-factor {partial_rotary_factor:g} rotates "
+             f"{int(head_dim * partial_rotary_factor)} of --head-dim {head_dim} dims; need >= 2")
+    for option, value in (("--train-len", train_len), ("--seq-len", seq_len),
+                          ("--original-max", original_max)):
+        integer(option, value, low=1, high=MAX_POSITIONS)
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``rope`` command to ``app``."""
 
@@ -288,9 +330,28 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     ) -> None:
         """Per-pair frequency, wavelength and phase coverage before/after RoPE scaling."""
+        _check_sizes(head_dim=head_dim, partial_rotary_factor=partial_rotary_factor,
+                     train_len=train_len, seq_len=seq_len, original_max=original_max)
+        base = number("--base", base, low=1, low_open=True)
+        factor = number("--factor", factor, low=0, low_open=True)
+        for option, value in (("--beta-fast", beta_fast), ("--beta-slow", beta_slow),
+                              ("--attention-factor", attention_factor),
+                              ("--low-freq-factor", low_freq_factor),
+                              ("--high-freq-factor", high_freq_factor)):
+            number(option, value)
+        output_file("--figure", figure, suffixes=FIGURE_SUFFIXES)
         L_train = train_len if train_len is not None else (original_max or 4096)
         L0 = original_max if original_max is not None else L_train
+        if seq_len is None and L_train * (factor or 2.0) > MAX_POSITIONS:
+            fail(f"--factor {factor:g} gives L_test = L_train * factor = "
+                 f"{L_train * (factor or 2.0):.4g} positions, more than the maximum "
+                 f"{MAX_POSITIONS}")
         L_test = seq_len if seq_len is not None else int(L_train * (factor or 2.0))
+        pairs = max(int(head_dim * partial_rotary_factor) // 2, 1)
+        if pairs * L_test > MAX_PAIR_POSITIONS:
+            fail(f"{pairs} rotary pairs x L_test {L_test} = {pairs * L_test} exceeds the "
+                 f"maximum {MAX_PAIR_POSITIONS} pair-positions of the coverage tables "
+                 f"(lower --seq-len, --factor or --head-dim)")
         given: dict[str, Any] = {
             "factor": factor, "beta_fast": beta_fast, "beta_slow": beta_slow,
             "attention_factor": attention_factor,
@@ -308,14 +369,14 @@ def register(app: typer.Typer) -> None:
             report = rope_report(head_dim=head_dim, base=base, rope_type=rope_type,
                                  params=params, train_len=L_train, seq_len=L_test,
                                  partial_rotary_factor=partial_rotary_factor)
-        except (ValueError, TypeError) as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
+        except (ValueError, TypeError) as exc:  # rope_scaling names the parameter
+            fail(str(exc))
+        text = json_text(report) if as_json else None  # refuses a non-finite result
         if figure is not None:
             _draw(report, figure)
             report["figure"] = str(figure)
-        if as_json:
-            typer.echo(json.dumps(report))
+        if text is not None:
+            typer.echo(json_text(report))
         else:
             _print_table(report)
             if figure is not None:

@@ -10,9 +10,11 @@ lists and numbers; enums their values; anything else unknown its ``str``.
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import json
 import math
 import platform
+import re
 from collections.abc import Iterable, Mapping
 from enum import Enum
 from pathlib import Path
@@ -162,17 +164,52 @@ def write_json(document: Any, path: Path) -> Path:
     return path
 
 
+MAX_RESULTS_BYTES = 64 * 2**20
+"""Largest results file :func:`read_results` reads (64 MiB)."""
+MAX_RESULTS_DEPTH = 64
+"""Deepest nesting of arrays and objects :func:`read_results` accepts (a document written by
+``tmath verify --json`` is about 10 deep)."""
+
+
 def read_results(path: Path) -> dict[str, Any]:
-    """Read and check a results document; ``ValueError`` names what is wrong with it."""
+    """Read and check a results document; ``ValueError`` names what is wrong with it.
+
+    Refused before parsing: a missing or non-regular file, one over :data:`MAX_RESULTS_BYTES`,
+    and text nested deeper than :data:`MAX_RESULTS_DEPTH` (so the JSON parser and the renderer,
+    which recurse, never meet a ``RecursionError``).
+    """
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"results file {str(path)!r} does not exist")
+    size = path.stat().st_size
+    if size > MAX_RESULTS_BYTES:
+        raise ValueError(f"results file {str(path)!r} has {size} bytes, more than the maximum "
+                         f"{MAX_RESULTS_BYTES}")
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"results file {str(path)!r} is not valid JSON: {exc}") from exc
+    depth = json_nesting_depth(text)
+    if depth > MAX_RESULTS_DEPTH:
+        raise ValueError(f"results file {str(path)!r} is nested {depth} levels deep, more than "
+                         f"the maximum {MAX_RESULTS_DEPTH}")
+    try:
+        document = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise ValueError(f"results file {str(path)!r} is not valid JSON: {exc}") from exc
     validate_results(document, origin=str(path))
     return document
+
+
+_NOT_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|[^\[\]{}"]+')
+
+
+def json_nesting_depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` in JSON ``text``, brackets inside strings ignored
+    (a linear scan without recursion; the text need not be valid JSON)."""
+    skeleton = _NOT_BRACKETS.sub("", text)
+    steps = map({"[": 1, "{": 1, "]": -1, "}": -1, '"': 0}.__getitem__, skeleton)
+    return max(itertools.accumulate(steps, initial=0))
 
 
 def validate_results(document: Any, *, origin: str = "results") -> None:

@@ -23,6 +23,7 @@ Explicit approximants (constructions, nothing is trained) used to *measure* the 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 
 import torch
@@ -42,17 +43,29 @@ RELU_COEFFS_NOT_DIFFERENCED = declare_bug(
 )
 
 
+_LOG_MAX_FLOAT = math.log(sys.float_info.max)
+
+
 def _check_positive(name: str, value: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond the float range
+        raise ValueError(f"{name} must be a positive finite number, got {value}") from None
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a positive finite number, got {value}")
     return float(value)
 
 
 def rate_exponent(dim: float, smoothness: float) -> float:
-    """The exponent d / s of N(eps) ~ eps^(-d/s)."""
-    return _check_positive("dim", dim) / _check_positive("smoothness", smoothness)
+    """The exponent d / s of N(eps) ~ eps^(-d/s); ``ValueError`` when it leaves the positive
+    finite float range (e.g. dim 1e308 with smoothness 1e-300)."""
+    exponent = _check_positive("dim", dim) / _check_positive("smoothness", smoothness)
+    if not (math.isfinite(exponent) and exponent > 0):
+        raise ValueError(f"dim / smoothness = {dim:g} / {smoothness:g} is out of the float "
+                         f"range (got {exponent})")
+    return exponent
 
 
 def neurons_for_accuracy(epsilon: float, dim: float, smoothness: float) -> float:
@@ -64,7 +77,11 @@ def neurons_for_accuracy(epsilon: float, dim: float, smoothness: float) -> float
     eps = _check_positive("epsilon", epsilon)
     if eps >= 1:
         raise ValueError(f"epsilon must be in (0, 1), got {epsilon}")
-    return math.exp(-rate_exponent(dim, smoothness) * math.log(eps))
+    log_n = -rate_exponent(dim, smoothness) * math.log(eps)
+    if not log_n < _LOG_MAX_FLOAT:
+        raise ValueError(f"epsilon={epsilon:g} with d/s = {dim:g}/{smoothness:g} needs "
+                         f"10^{log_n / math.log(10):.6g} units, beyond the float range")
+    return math.exp(log_n)
 
 
 def accuracy_for_neurons(num_neurons: float, dim: float, smoothness: float) -> float:
@@ -72,7 +89,11 @@ def accuracy_for_neurons(num_neurons: float, dim: float, smoothness: float) -> f
     n = _check_positive("num_neurons", num_neurons)
     if n < 1:
         raise ValueError(f"num_neurons must be >= 1, got {num_neurons}")
-    return math.exp(-math.log(n) / rate_exponent(dim, smoothness))
+    eps = math.exp(-math.log(n) / rate_exponent(dim, smoothness))
+    if n > 1 and eps == 0.0:
+        raise ValueError(f"num_neurons={num_neurons:g} with d/s = {dim:g}/{smoothness:g} gives "
+                         f"an accuracy below the float range (underflow to 0)")
+    return eps
 
 
 def relu_interpolant_1d(

@@ -210,7 +210,10 @@ class ComputeOptimum:
 def _positive(name: str, value: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond the float range
+        raise ValueError(f"{name} must be a positive finite number, got {value}") from None
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a positive finite number, got {value}")
     return value
@@ -243,18 +246,32 @@ def compute_optimal(
     k = _positive("flops_per_param_token", training_flops_per_param_token()
                   if flops_per_param_token is None else flops_per_param_token)
     fit = get_scaling_fit(approach)
-    if name == "flops":
-        n = fit.params_for_flops(value * FLOPS_PER_PARAM_TOKEN / k)
-        d = value / (k * n)
-    elif name == "params":
-        n = value
-        d = fit.tokens_for_flops(fit.flops_for_params(n))
-    else:
-        d = value
-        n = fit.params_for_flops(fit.flops_for_tokens(d))
-    c = k * n * d
-    loss = fit.loss(n, d) if fit.loss is not None else None
+    try:
+        if name == "flops":
+            n = fit.params_for_flops(value * FLOPS_PER_PARAM_TOKEN / k)
+            d = value / (k * n)
+        elif name == "params":
+            n = value
+            d = fit.tokens_for_flops(fit.flops_for_params(n))
+        else:
+            d = value
+            n = fit.params_for_flops(fit.flops_for_tokens(d))
+        c = k * n * d
+        loss = fit.loss(n, d) if fit.loss is not None else None
+        per_param = d / n
+    except (OverflowError, ZeroDivisionError):
+        raise ValueError(_out_of_range(name, value, "the result overflows the float range")) \
+            from None
+    results = {"params": n, "tokens": d, "flops": c, "tokens_per_param": per_param,
+               "loss": 1.0 if loss is None else loss}
+    for key, x in results.items():
+        if not (math.isfinite(x) and x > 0):
+            raise ValueError(_out_of_range(name, value, f"the compute-optimal {key} would be {x}"))
     return ComputeOptimum(n, d, c, loss, fit.name)
+
+
+def _out_of_range(name: str, value: float, why: str) -> str:
+    return f"{name}={value:g} is out of the range this calculation can represent: {why}"
 
 
 @dataclass(frozen=True)
@@ -298,7 +315,10 @@ def inference_aware_optimum(
     """
     if isinstance(inference_tokens, bool) or not isinstance(inference_tokens, (int, float)):
         raise TypeError(f"inference_tokens must be a number, got {type(inference_tokens).__name__}")
-    d_inf = float(inference_tokens)
+    try:
+        d_inf = float(inference_tokens)
+    except OverflowError:  # an int beyond the float range
+        d_inf = math.inf
     if not math.isfinite(d_inf) or d_inf < 0:
         raise ValueError(f"inference_tokens must be a finite number >= 0, got {inference_tokens}")
     fit = get_scaling_fit(approach or base.approach)
@@ -308,6 +328,29 @@ def inference_aware_optimum(
             f"got {fit.name!r}"
         )
     surface = fit.loss
+    for key in ("params", "tokens", "flops"):
+        x = getattr(base, key)
+        if not (math.isfinite(x) and x > 0):
+            raise ValueError(f"base.{key} must be a positive finite number, got {x}")
+    try:
+        result = _inference_aware(base, surface, d_inf)
+    except (OverflowError, ZeroDivisionError, ValueError):
+        result = None
+    if result is None or not all(
+        math.isfinite(x) for x in (result.params, result.tokens, result.total_flops,
+                                   result.compute_optimal_total_flops, result.loss)
+    ) or result.compute_optimal_total_flops <= 0:
+        raise ValueError(
+            f"inference_tokens={inference_tokens:g} with a compute-optimal model of "
+            f"{base.params:g} parameters is out of the range this calculation can represent "
+            f"(the optimum overflows or the loss gap above E vanishes in float64)"
+        )
+    return result
+
+
+def _inference_aware(base: ComputeOptimum, surface: ParametricLoss,
+                     d_inf: float) -> InferenceAwareOptimum:
+    """The optimisation of :func:`inference_aware_optimum` (inputs already checked)."""
     target = surface(base.params, base.tokens)
 
     def cost(log_n: float) -> float:
@@ -371,6 +414,8 @@ def numerical_compute_optimum(loss: ParametricLoss, flops: float) -> ComputeOpti
     """
     c = _positive("flops", flops)
     per = training_flops_per_param_token()
+    if c <= per:
+        raise ValueError(f"flops must exceed {per:g} (one parameter, one token), got {flops}")
 
     def objective(log_n: float) -> float:
         n = math.exp(log_n)
