@@ -22,6 +22,11 @@ Precision (FACTS.md): angles ``position * inv_freq`` and cos/sin are ALWAYS form
 whatever the dtype of q/k; the rotation itself is evaluated in float32 (float64 for float64
 inputs) and cast back.
 
+Transforms: :func:`apply_rotary` works under ``torch.func`` (vmap, grad), ``torch.compile``
+(fullgraph) and ``torch.export``; its preallocated ``out=`` fast path is taken only for plain
+eager tensors (see :func:`can_read_values`); every other case builds the same values from new
+tensors.
+
 Partial rotary (GPT-NeoX, Phi): only the first ``rotary_dim`` channels of a head are rotated; the
 rest pass through unchanged.
 
@@ -72,6 +77,24 @@ AXIAL_SECTIONS_INTERLEAVED = declare_bug(
     "sections (Qwen2-VL M-RoPE mrope_section)",
     module=__name__,
     seen_in="the contiguous vs interleaved M-RoPE section layouts of Qwen2-VL and Qwen3-VL")
+
+
+def is_tracing() -> bool:
+    """True while ``torch.compile`` / ``torch.export``, ``torch.jit.trace`` or ``torch.fx``
+    traces the code: data-dependent Python (``int(tensor)``, in-place ``out=`` kernels on views,
+    growing a cache) is then avoided, so a traced graph has no break."""
+    return bool(torch.compiler.is_compiling() or torch.jit.is_tracing()
+                or torch.fx._symbolic_trace.is_fx_symbolic_tracing())
+
+
+def can_read_values(*tensors: Tensor) -> bool:
+    """True when Python may read these tensors' values (``int(t.max())``) and use ``out=``
+    kernels: eager mode, not traced (:func:`is_tracing`) and not wrapped by ``torch.func``
+    (vmap has no ``.item()`` and no batching rule for ``out=`` kernels). Data-dependent checks
+    and caches run only then; otherwise the same values come from pure tensor ops."""
+    if is_tracing():
+        return False
+    return not any(torch._C._functorch.is_functorch_wrapped_tensor(t) for t in tensors)
 
 
 def _check_layout(layout: str) -> None:
@@ -180,14 +203,16 @@ def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor, *, layout: str = "half") -
     needs_grad = torch.is_grad_enabled() and (
         x.requires_grad or cos.requires_grad or sin.requires_grad
     )
-    if needs_grad:  # out= kernels do not record autograd; build the result from new tensors
+    if needs_grad or not can_read_values(x, cos, sin):
+        # out= kernels record no autograd and have no vmap batching rule, and traced graphs
+        # prefer pure ops: build the result from new tensors (same values)
         new_a = torch.addcmul(a * cos32[..., first], b, sin32[..., first], value=-1.0)
         new_b = torch.addcmul(b * cos32[..., second], a, sin32[..., second], value=sign)
         if layout == "half":
             out = torch.cat([new_a, new_b], dim=-1)
         else:
             out = torch.stack([new_a, new_b], dim=-1).flatten(-2)
-    else:  # inference: write both halves straight into one preallocated output
+    else:  # eager inference: write both halves straight into one preallocated output
         out = torch.empty(
             torch.broadcast_shapes(r32.shape, cos32.shape), dtype=work, device=x.device
         )

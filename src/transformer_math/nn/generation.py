@@ -62,6 +62,32 @@ def choose_next_token(logits: Tensor, *, temperature: float = 0.0, top_k: int | 
     return torch.multinomial(torch.softmax(scaled, dim=-1), 1, generator=generator)
 
 
+def decode_step(
+    model: Any,
+    step: Tensor,
+    *,
+    attention_mask: Tensor | None = None,
+    caches: list[Any] | None = None,
+    temperature: float = 0.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    generator: torch.Generator | None = None,
+) -> Tensor:
+    """One decoding step: feed ``step`` (B, T) (continuing ``caches`` if given; the mask covers
+    every key so far) and return the next token (B, 1).
+
+    Greedy decoding reads nothing back to the host, so ``torch.compile(decode_step,
+    fullgraph=True)`` compiles it with the KV caches (their appends are replayed as side
+    effects); the loop of :func:`generate` (stopping at eos) stays in Python.
+    """
+    if caches is None:
+        logits = model(step, attention_mask=attention_mask)[:, -1]
+    else:
+        logits = model(step, attention_mask=attention_mask, caches=caches)[:, -1]
+    return choose_next_token(logits, temperature=temperature, top_k=top_k, top_p=top_p,
+                             generator=generator)  # (B, 1)
+
+
 @torch.no_grad()
 def generate(
     model: Any,
@@ -104,12 +130,9 @@ def generate(
     eos_t = torch.tensor(eos, dtype=torch.long, device=input_ids.device)
     try:
         for _ in range(max_new_tokens):
-            if use_cache:
-                logits = model(step, attention_mask=mask, caches=caches)[:, -1]
-            else:
-                logits = model(tokens, attention_mask=mask)[:, -1]
-            nxt = choose_next_token(logits, temperature=temperature, top_k=top_k, top_p=top_p,
-                                    generator=generator)  # (B, 1)
+            nxt = decode_step(model, step if use_cache else tokens, attention_mask=mask,
+                              caches=caches, temperature=temperature, top_k=top_k,
+                              top_p=top_p, generator=generator)  # (B, 1)
             nxt = torch.where(finished.unsqueeze(1), torch.full_like(nxt, pad), nxt)
             tokens = torch.cat([tokens, nxt], dim=1)
             mask = torch.cat([mask, torch.ones_like(nxt)], dim=1)

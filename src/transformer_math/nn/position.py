@@ -9,11 +9,18 @@ et al. 2017 §3.5; Press et al. 2022; Su et al. 2021; context-extension methods 
 - :class:`ALiBi` returns the additive bias -m_h |i - j| for given query/key positions.
 - :class:`RelativePositionBias` is a learned per-head bias of the clipped offset i - j.
 - :data:`POSITIONS` names the schemes the decoder can be built with (one function each).
-- :class:`RotaryEmbedding` rotates q and k. Angles and cos/sin are always float32; for static
-  scaling types a cos/sin table is cached and grows (doubling) on demand; for the
+- :class:`RotaryEmbedding` rotates q and k. Angles and cos/sin are always float32; positions
+  lie in [0, :data:`MAX_ROPE_POSITIONS`); for static scaling types a cos/sin table is cached and
+  grows (doubling) on demand up to :data:`ROPE_CACHE_POSITIONS`; for the
   length-dependent types (``dynamic``, ``longrope``) the frequencies are recomputed for the
   current sequence length at each call (so keys cached under an older base are NOT consistent
   with later queries: recompute them, as FACTS.md warns).
+
+Non-persistent buffers (RoPE's ``inv_freq`` and cos/sin cache, ALiBi's slopes) are recomputed
+when a module leaves the meta device (``to_empty``) or is first called with them still on it
+(``load_state_dict(..., assign=True)``), so a model built under ``torch.device("meta")`` and then
+loaded gives the outputs of a normally built one. Data-dependent checks (position ranges) run in
+eager mode only; traced code (``torch.compile(fullgraph=True)``, ``torch.export``) skips them.
 """
 
 from __future__ import annotations
@@ -27,7 +34,13 @@ from torch import Tensor, nn
 
 from transformer_math.bugs import declare_bug, planted
 from transformer_math.functional.positional import alibi_bias, alibi_slopes, sinusoidal_encoding
-from transformer_math.functional.rope import LAYOUTS, angles_to_cos_sin, apply_rotary, rope_angles
+from transformer_math.functional.rope import (
+    LAYOUTS,
+    angles_to_cos_sin,
+    apply_rotary,
+    can_read_values,
+    rope_angles,
+)
 from transformer_math.functional.rope_scaling import (
     LENGTH_DEPENDENT_TYPES,
     compute_rope_frequencies,
@@ -55,6 +68,13 @@ def _positions_for(x: Tensor, position_ids: Tensor | None, offset: int) -> Tenso
 def _check_bsd(x: Tensor, dim: int) -> None:
     if x.dim() != 3 or x.shape[-1] != dim:
         raise ValueError(f"x must have shape (batch, seq, {dim}), got {tuple(x.shape)}")
+
+
+def _is_to_empty(fn: Any) -> bool:
+    """Whether ``Module._apply`` was called by ``Module.to_empty`` (its tensors are then
+    uninitialised memory). A module shared by several parents (one RoPE for every layer) is
+    visited once per parent, so "it was on the meta device" alone does not catch every visit."""
+    return str(getattr(fn, "__qualname__", "")).startswith("Module.to_empty.")
 
 
 class SinusoidalPositionalEncoding(nn.Module):
@@ -96,7 +116,8 @@ class LearnedPositionalEmbedding(nn.Module):
     def embedding(self, positions: Tensor) -> Tensor:
         if planted(LEARNED_SILENT_CLAMP):  # planted bug: falsifier of learned-embedding-limit
             return self.weight[positions.long().clamp(0, self.num_positions - 1)]
-        if positions.numel() and (int(positions.max()) >= self.num_positions
+        if positions.numel() and can_read_values(positions) and (
+                int(positions.max()) >= self.num_positions
                                   or int(positions.min()) < 0):
             raise IndexError(
                 f"position {int(positions.max())} is outside the learned table of "
@@ -111,7 +132,11 @@ class LearnedPositionalEmbedding(nn.Module):
 
 
 class ALiBi(nn.Module):
-    """Additive attention bias -m_h |i - j| (Press et al. 2022); slopes for any head count."""
+    """Additive attention bias -m_h |i - j| (Press et al. 2022); slopes for any head count.
+
+    ``slopes`` is a non-persistent buffer: recomputed after ``to_empty`` and, lazily, when a
+    forward finds it still on the meta device (``load_state_dict(..., assign=True)``).
+    """
 
     slopes: Tensor
 
@@ -120,9 +145,47 @@ class ALiBi(nn.Module):
         self.num_heads = num_heads
         self.register_buffer("slopes", alibi_slopes(num_heads), persistent=False)
 
+    def reset_buffers(self, device: torch.device | str | None = None) -> None:
+        """Recompute the slopes on ``device`` (default: where they are)."""
+        device = self.slopes.device if device is None else torch.device(device)
+        with torch.device("cpu"):  # escape an enclosing torch.device("meta") context
+            slopes = alibi_slopes(self.num_heads)
+        self.slopes = slopes.to(device=device, dtype=self.slopes.dtype)
+
+    def _apply(self, fn: Any, recurse: bool = True) -> ALiBi:
+        was_meta = self.slopes.is_meta
+        super()._apply(fn, recurse)
+        if not self.slopes.is_meta and (was_meta or _is_to_empty(fn)):
+            self.reset_buffers()
+        return self
+
     def forward(self, query_positions: Tensor, key_positions: Tensor) -> Tensor:
         """Bias of shape (1, H, T, S) for 1-D query positions (T,) and key positions (S,)."""
+        if self.slopes.is_meta and not query_positions.is_meta:
+            self.reset_buffers(query_positions.device)
         return alibi_bias(self.slopes, query_positions, key_positions).unsqueeze(0)
+
+
+MAX_ROPE_POSITIONS = 2**24
+"""Positions a :class:`RotaryEmbedding` accepts: 0 <= position < 2^24 (= 16,777,216).
+
+Angles are formed as float32(position) * inv_freq (FACTS.md), and float32 holds every integer
+exactly only below 2^24: past it neighbouring positions share an angle, so RoPE can no longer
+tell them apart. A position id at or past this bound is refused with a ValueError before
+anything is allocated (one id of 1e8 used to grow the cos/sin cache to 34 GB)."""
+
+ROPE_CACHE_POSITIONS = 2**16
+"""The most positions the cos/sin cache of a :class:`RotaryEmbedding` ever holds (65,536:
+2 * 65,536 * rotary_dim float32 values, 64 MB at rotary_dim 128). The cache covers 0 .. n-1,
+grows by doubling to the largest position used, never past this bound; a call with a larger
+position computes its cos/sin directly (memory proportional to the positions it asks for)."""
+
+
+def _check_max_positions(max_position_embeddings: int) -> None:
+    if (isinstance(max_position_embeddings, bool) or not isinstance(max_position_embeddings, int)
+            or not 1 <= max_position_embeddings <= MAX_ROPE_POSITIONS):
+        raise ValueError(f"max_position_embeddings must be an int in [1, MAX_ROPE_POSITIONS="
+                         f"{MAX_ROPE_POSITIONS}], got {max_position_embeddings!r}")
 
 
 class RotaryEmbedding(nn.Module):
@@ -136,7 +199,23 @@ class RotaryEmbedding(nn.Module):
         scaling: ``{"rope_type": name, **params}`` for a context-extension method (see
             ``functional/rope_scaling.py``), or None for plain RoPE.
         layout: ``"half"`` or ``"interleaved"`` channel pairing.
-        max_position_embeddings: initial size of the cos/sin cache (grows on demand).
+        max_position_embeddings: initial size of the cos/sin cache, at most
+            :data:`MAX_ROPE_POSITIONS` (the cache itself holds at most
+            :data:`ROPE_CACHE_POSITIONS`; it grows on demand).
+
+    Positions must lie in [0, :data:`MAX_ROPE_POSITIONS`) (integer ids; float positions must be
+    finite and below it); others raise ValueError naming ``position_ids``.
+
+    torch conventions: ``inv_freq`` and the cos/sin cache are non-persistent buffers (not in the
+    state dict), so they are recomputed when the module leaves the meta device
+    (``to_empty``) and, lazily, when a forward finds them still on the meta device (a model
+    built under ``torch.device("meta")`` and loaded with ``load_state_dict(..., assign=True)``).
+    While traced (``torch.compile(fullgraph=True)``, ``torch.export``) or under
+    ``torch.func.vmap`` (see ``functional.rope.can_read_values``), cos/sin of static types are
+    computed from the positions without reading them on the host: no cache growth, no range
+    checks (those run in eager only); values are the cached ones up to float rounding. The
+    length-dependent types (``dynamic``, ``longrope``) pick their frequencies from the largest
+    position, a data-dependent read: they still break a full graph.
     """
 
     inv_freq: Tensor
@@ -169,17 +248,20 @@ class RotaryEmbedding(nn.Module):
             )
         if layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+        _check_max_positions(max_position_embeddings)
         scaling = dict(scaling or {"rope_type": "default"})
         self.rope_type = str(scaling.pop("rope_type", "default"))
         self.scaling_params = scaling
         self.head_dim, self.rotary_dim, self.base, self.layout = head_dim, rotary_dim, base, layout
+        self.initial_positions = min(max_position_embeddings, ROPE_CACHE_POSITIONS)
+        self._custom_inv_freq: Tensor | None = None  # CPU copy of from_inv_freq's frequencies
         inv_freq, self.attention_factor = compute_rope_frequencies(
             self.rope_type, rotary_dim, base, scaling, None
         )
         self.register_buffer("inv_freq", inv_freq.to(torch.float32), persistent=False)
         self.register_buffer("cos_cached", torch.empty(0, rotary_dim), persistent=False)
         self.register_buffer("sin_cached", torch.empty(0, rotary_dim), persistent=False)
-        self._grow_cache(max(1, max_position_embeddings))
+        self._grow_cache(self.initial_positions)
 
     @classmethod
     def from_inv_freq(cls, head_dim: int, inv_freq: Tensor, *, attention_factor: float = 1.0,
@@ -189,14 +271,18 @@ class RotaryEmbedding(nn.Module):
         if inv_freq.dim() != 1 or 2 * inv_freq.numel() > head_dim:
             raise ValueError(f"inv_freq must be 1-D with 2 * len <= head_dim={head_dim}, got "
                              f"{tuple(inv_freq.shape)}")
+        _check_max_positions(max_position_embeddings)
         module = cls(head_dim, rotary_dim=2 * inv_freq.numel(), layout=layout,
                      max_position_embeddings=1)
         module.rope_type = "custom"
+        if not inv_freq.is_meta:
+            module._custom_inv_freq = inv_freq.detach().to("cpu", torch.float32).clone()
         module.inv_freq = inv_freq.detach().to(torch.float32).clone()
         module.attention_factor = float(attention_factor)
-        module.cos_cached = torch.empty(0, module.rotary_dim)
-        module.sin_cached = torch.empty(0, module.rotary_dim)
-        module._grow_cache(max(1, max_position_embeddings))
+        module.initial_positions = min(max_position_embeddings, ROPE_CACHE_POSITIONS)
+        module.cos_cached = torch.empty(0, module.rotary_dim, device=module.inv_freq.device)
+        module.sin_cached = torch.empty(0, module.rotary_dim, device=module.inv_freq.device)
+        module._grow_cache(module.initial_positions)
         return module
 
     @property
@@ -205,16 +291,56 @@ class RotaryEmbedding(nn.Module):
         return self.cos_cached.shape[0]
 
     def _grow_cache(self, needed: int) -> None:
+        """Cover positions 0 .. needed-1 (doubling, at most ``ROPE_CACHE_POSITIONS``)."""
         size = max(self.cached_positions, 1)
         while size < needed:
             size *= 2
-        if size == self.cached_positions:
+        size = min(size, ROPE_CACHE_POSITIONS)
+        if size <= self.cached_positions:
             return
         positions = torch.arange(size, device=self.inv_freq.device, dtype=torch.float32)
         angles = rope_angles(positions, self.inv_freq)  # (size, d/2) float32
         cos, sin = angles_to_cos_sin(angles, layout=self.layout,
                                      attention_factor=self.attention_factor)
         self.cos_cached, self.sin_cached = cos, sin
+
+    # ---------------------------------------------------------------- meta device / to_empty
+    def reset_buffers(self, device: torch.device | str | None = None) -> None:
+        """Recompute ``inv_freq`` and the cos/sin cache (non-persistent buffers) on ``device``
+        (default: where ``inv_freq`` is), e.g. after ``to_empty`` left them uninitialised."""
+        device = self.inv_freq.device if device is None else torch.device(device)
+        with torch.device("cpu"):  # escape an enclosing torch.device("meta") context
+            if self.rope_type == "custom":
+                if self._custom_inv_freq is None:
+                    raise ValueError("this RotaryEmbedding was built from meta-device inv_freq; "
+                                     "its frequencies cannot be recomputed: rebuild it with "
+                                     "RotaryEmbedding.from_inv_freq on a real device")
+                inv_freq = self._custom_inv_freq
+            else:
+                inv_freq, _ = compute_rope_frequencies(
+                    self.rope_type, self.rotary_dim, self.base, self.scaling_params, None)
+        self.inv_freq = inv_freq.to(device=device, dtype=torch.float32)
+        self.cos_cached = torch.empty(0, self.rotary_dim, device=device)
+        self.sin_cached = torch.empty(0, self.rotary_dim, device=device)
+        if not self.inv_freq.is_meta:
+            self._grow_cache(self.initial_positions)
+
+    def _apply(self, fn: Any, recurse: bool = True) -> RotaryEmbedding:
+        was_meta = self.inv_freq.is_meta
+        super()._apply(fn, recurse)
+        if not self.inv_freq.is_meta and (was_meta or _is_to_empty(fn)):  # values are junk
+            dtype = self.cos_cached.dtype
+            self.reset_buffers(self.inv_freq.device)
+            if dtype != torch.float32:  # keep a dtype cast that came with the move
+                self.inv_freq = self.inv_freq.to(dtype)
+                self.cos_cached, self.sin_cached = (self.cos_cached.to(dtype),
+                                                    self.sin_cached.to(dtype))
+        return self
+
+    def _materialise(self, device: torch.device) -> None:
+        """Buffers still on the meta device (``load_state_dict(assign=True)``): build them."""
+        if self.inv_freq.is_meta and device.type != "meta":
+            self.reset_buffers(device)
 
     def frequencies(self, seq_len: int | None = None) -> tuple[Tensor, float]:
         """(inv_freq float32, attention_factor) in effect for a sequence of ``seq_len``."""
@@ -225,23 +351,51 @@ class RotaryEmbedding(nn.Module):
         )
         return inv.to(device=self.inv_freq.device, dtype=torch.float32), factor
 
+    def _check_positions(self, position_ids: Tensor) -> None:
+        """Eager only: every position in [0, MAX_ROPE_POSITIONS) (float: finite, < max)."""
+        if position_ids.is_floating_point():
+            if not bool(torch.isfinite(position_ids).all()):
+                raise ValueError("position_ids must be finite")
+            if float(position_ids.max()) >= MAX_ROPE_POSITIONS:
+                raise ValueError(f"position_ids must be < MAX_ROPE_POSITIONS="
+                                 f"{MAX_ROPE_POSITIONS}, got max {float(position_ids.max())}")
+            return
+        if int(position_ids.min()) < 0:
+            raise ValueError(f"position_ids must be >= 0, got min {int(position_ids.min())}")
+        if int(position_ids.max()) >= MAX_ROPE_POSITIONS:
+            raise ValueError(
+                f"position_ids must be < MAX_ROPE_POSITIONS={MAX_ROPE_POSITIONS} (float32 holds "
+                f"integer positions exactly only below 2^24), got max {int(position_ids.max())}")
+
     def forward(self, position_ids: Tensor, seq_len: int | None = None) -> tuple[Tensor, Tensor]:
         """cos, sin (float32) of shape (*position_ids.shape, rotary_dim).
 
         ``seq_len`` (default max position + 1) selects the frequencies of length-dependent types.
-        Integer positions of static types are read from the cache, which grows when needed.
+        Integer positions of static types are read from the cache, which grows when needed (up
+        to ``ROPE_CACHE_POSITIONS``; larger positions are computed for this call only).
         """
+        if not isinstance(position_ids, Tensor) or position_ids.is_complex():
+            raise TypeError(f"position_ids must be a real tensor, got "
+                            f"{getattr(position_ids, 'dtype', type(position_ids).__name__)}")
+        self._materialise(position_ids.device)
         if position_ids.numel() == 0:
             empty = torch.empty(*position_ids.shape, self.rotary_dim, device=self.inv_freq.device)
             return empty, empty.clone()
-        if not position_ids.is_floating_point() and int(position_ids.min()) < 0:
-            raise ValueError(f"position_ids must be >= 0, got min {int(position_ids.min())}")
-        length = int(position_ids.max()) + 1 if seq_len is None else seq_len
-        if self.rope_type in LENGTH_DEPENDENT_TYPES or position_ids.is_floating_point():
+        static = self.rope_type not in LENGTH_DEPENDENT_TYPES
+        if static and not can_read_values(position_ids):  # traced/vmapped: no reads, no growth
+            return angles_to_cos_sin(rope_angles(position_ids, self.inv_freq),
+                                     layout=self.layout, attention_factor=self.attention_factor)
+        self._check_positions(position_ids)
+        if not static or position_ids.is_floating_point():
+            length = int(position_ids.max()) + 1 if seq_len is None else seq_len
             inv, factor = self.frequencies(length)
             angles = rope_angles(position_ids, inv)
             return angles_to_cos_sin(angles, layout=self.layout, attention_factor=factor)
-        self._grow_cache(int(position_ids.max()) + 1)
+        needed = int(position_ids.max()) + 1
+        if needed > ROPE_CACHE_POSITIONS:  # past the cache bound: only what this call asks for
+            return angles_to_cos_sin(rope_angles(position_ids, self.inv_freq),
+                                     layout=self.layout, attention_factor=self.attention_factor)
+        self._grow_cache(needed)
         idx = position_ids.long()
         return self.cos_cached[idx], self.sin_cached[idx]
 

@@ -29,6 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from transformer_math.bugs import declare_bug, planted
+from transformer_math.functional.rope import can_read_values
 from transformer_math.nn.attention import KVCache, MultiHeadAttention, count_parameters
 from transformer_math.nn.config import SUBLAYERS, TransformerConfig
 from transformer_math.nn.feedforward import build_feedforward
@@ -209,6 +210,7 @@ class Transformer(nn.Module):
             self.lm_head.weight = self.embed_tokens.weight
         self.hook_embed = HookPoint()  # (B, T, d)
         self.hook_final = HookPoint()  # (B, T, d)
+        self.register_load_state_dict_post_hook(_retie_embeddings)
 
     # ------------------------------------------------------------------ initialisation
     @torch.no_grad()
@@ -246,7 +248,17 @@ class Transformer(nn.Module):
 
     def embed(self, input_ids: Tensor | None, inputs_embeds: Tensor | None,
               position_ids: Tensor) -> Tensor:
-        """h_0 (B, T, d): token or vector embedding plus the additive position code."""
+        """h_0 (B, T, d): token or vector embedding plus the additive position code.
+
+        ``input_ids`` are checked as in :meth:`forward` (LongTensor (B, T), ids in
+        [0, vocab_size)): ValueError naming input_ids otherwise.
+        """
+        if input_ids is not None:
+            self._check_tokens(input_ids)
+        return self._embed(input_ids, inputs_embeds, position_ids)
+
+    def _embed(self, input_ids: Tensor | None, inputs_embeds: Tensor | None,
+               position_ids: Tensor) -> Tensor:
         c = self.config
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("pass exactly one of input_ids and inputs_embeds")
@@ -287,6 +299,12 @@ class Transformer(nn.Module):
         (B, T) override the default ``past .. past + T - 1``. ``attn_mask`` (T, S) bool (True =
         may attend) or additive is passed to every self-attention (e.g. a sliding window).
         ``caches``: one :class:`KVCache` per layer; the inputs continue the cached sequence.
+
+        Refused with ValueError: an empty sequence (seq = 0) and, in eager mode, token ids
+        outside [0, vocab_size) (the message names input_ids and vocab_size). Under
+        ``torch.compile(fullgraph=True)`` / ``torch.export`` / ``torch.func.vmap`` the
+        data-dependent checks (token and position ranges) are skipped so the graph has no break;
+        shapes are still checked.
         """
         h = self.hidden_states(
             input_ids, inputs_embeds=inputs_embeds, attention_mask=attention_mask,
@@ -316,6 +334,10 @@ class Transformer(nn.Module):
             raise ValueError("input_ids (batch, seq) or inputs_embeds (batch, seq, width) "
                              "is required")
         b, t = x.shape[0], x.shape[1]
+        if t == 0:
+            name = "input_ids" if input_ids is not None else "inputs_embeds"
+            raise ValueError(f"{name} must hold at least one position (seq >= 1), got shape "
+                             f"{tuple(x.shape)}")
         if caches is not None and len(caches) != len(self.layers):
             raise ValueError(f"caches must hold {len(self.layers)} KVCache, got {len(caches)}")
         if caches is not None and "attention" not in SUBLAYERS[c.sublayers]:
@@ -340,15 +362,15 @@ class Transformer(nn.Module):
                 position_ids.dim() == 2 and position_ids.shape[0] != b):
             raise ValueError(f"position_ids must have shape ({t},) or ({b}, {t}), "
                              f"got {tuple(position_ids.shape)}")
-        if not POSITIONS.metadata(c.position)["extrapolates"] and t and (
-                int(position_ids.max()) >= c.max_seq_len):
+        if (not POSITIONS.metadata(c.position)["extrapolates"] and can_read_values(position_ids)
+                and int(position_ids.max()) >= c.max_seq_len):
             raise ValueError(f"position {int(position_ids.max())} exceeds max_seq_len="
                              f"{c.max_seq_len} of the {c.position!r} position table (it cannot "
                              "extrapolate)")
         if self.relative_bias is not None:
             bias = self.relative_bias(t, past + t)  # (1, H, T, S)
             attn_mask = bias if attn_mask is None else _add_masks(attn_mask, bias)
-        h = self.embed(input_ids, inputs_embeds, position_ids)
+        h = self._embed(input_ids, inputs_embeds, position_ids)  # input_ids checked above
         for i, layer in enumerate(self.layers):
             h = layer(h, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
                       is_causal=is_causal, position_ids=position_ids,
@@ -366,10 +388,14 @@ class Transformer(nn.Module):
                 f"{getattr(input_ids, 'dtype', type(input_ids).__name__)} "
                 f"{tuple(getattr(input_ids, 'shape', ()))}")
         v = self.config.vocab_size
-        if v is not None and input_ids.numel() and (
-                int(input_ids.min()) < 0 or int(input_ids.max()) >= v):
-            raise ValueError(f"token ids must be in [0, {v}), got range "
-                             f"[{int(input_ids.min())}, {int(input_ids.max())}]")
+        if v is None:
+            raise ValueError("this model takes inputs_embeds, not input_ids "
+                             "(config.vocab_size is None)")
+        if not can_read_values(input_ids):  # traced or vmapped: a host read would fail
+            return
+        if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= v):
+            raise ValueError(f"input_ids: token ids must be in [0, {v}) (vocab_size={v}), got "
+                             f"range [{int(input_ids.min())}, {int(input_ids.max())}]")
 
     # ------------------------------------------------------------------ generation
     def generate(self, input_ids: Tensor, max_new_tokens: int, **kwargs: object) -> Tensor:
@@ -405,6 +431,18 @@ class Transformer(nn.Module):
         untied head counts)."""
         parts = self.parameter_breakdown()
         return parts["total"] - parts["embedding"] - parts["positions"]
+
+
+def _retie_embeddings(module: nn.Module, incompatible_keys: object) -> None:
+    """``load_state_dict(..., assign=True)`` assigns each key its own Parameter, which unties a
+    tied head from the token table; tie them again. A tied model's state dict holds one tensor
+    under both keys, so nothing changes; if the two loaded tensors differ, the token table's
+    values serve both."""
+    assert isinstance(module, Transformer)
+    if (module.config.tie_embeddings and module.lm_head is not None
+            and module.embed_tokens is not None
+            and module.lm_head.weight is not module.embed_tokens.weight):
+        module.lm_head.weight = module.embed_tokens.weight
 
 
 def _add_masks(attn_mask: Tensor, bias: Tensor) -> Tensor:
