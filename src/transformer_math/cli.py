@@ -278,6 +278,25 @@ def _run_claims(
     return results
 
 
+STDOUT = "-"
+"""``--json -``: the document goes to stdout (and the human-readable lines to stderr)."""
+
+
+def _to_stdout(json_file: Path | None) -> bool:
+    return json_file is not None and str(json_file) == STDOUT
+
+
+def _emit_json(json_file: Path, document: Any, console: Console) -> None:
+    """Write ``document`` to ``json_file`` (strict JSON), or print it when it is ``-``."""
+    from transformer_math.report.results import dumps, write_json
+
+    if _to_stdout(json_file):
+        typer.echo(dumps(document), nl=False)
+        return
+    _write("--json file", json_file, lambda: write_json(document, json_file))
+    console.print(f"wrote {json_file}", style="dim")
+
+
 def _write(what: str, path: Path, write: Callable[[], Path]) -> Path:
     try:
         return write()
@@ -319,7 +338,9 @@ def verify(
     seeds: SeedsOption = 3,
     size: SizeOption = "default",
     json_file: Annotated[
-        Path | None, typer.Option("--json", help="Write the results document to this file.")
+        Path | None, typer.Option(
+            "--json", help="Write the results document to this file ('-': to stdout, with the "
+                           "table on stderr).")
     ] = None,
     report_dir: Annotated[
         Path | None,
@@ -342,7 +363,7 @@ def verify(
     integer("--threads", threads, low=1, high=MAX_THREADS)
 
     from transformer_math.claims.registry import all_claims, select_claims
-    from transformer_math.report.results import build_results, write_json
+    from transformer_math.report.results import build_results
     from transformer_math.report.table import problem_lines, results_table, summary_text
 
     claims = select_claims(all_claims(), tier=tier, pattern=pattern)
@@ -350,7 +371,8 @@ def verify(
         if pattern:
             raise UsageError(f"no claim of tier {tier!r} matches -k {pattern!r} (see 'tmath list')")
         _stderr().print(f"no claims of tier {tier!r} are registered")
-    output_file("--json", json_file, make_parents=True)  # before the claims run
+    if not _to_stdout(json_file):
+        output_file("--json", json_file, make_parents=True)  # before the claims run
     output_folder("--report", report_dir)
     with internal_work():  # claims run on validated input: a ValueError here is ours
         results = (_run_claims(claims, seed=seed, size=size, threads=threads, seeds=seeds)
@@ -358,15 +380,14 @@ def verify(
     document = build_results(results, seed=seed, tier=tier, size=size, pattern=pattern,
                              seeds=seeds)
 
-    out = _stdout()
+    out = _stderr() if _to_stdout(json_file) else _stdout()
     if results:
         out.print(results_table(document["claims"]))
     out.print(summary_text(document["summary"]))
     for line in problem_lines(document["claims"]):
         out.print(line)
     if json_file is not None:
-        _write("--json file", json_file, lambda: write_json(document, json_file))
-        out.print(f"wrote {json_file}", style="dim")
+        _emit_json(json_file, document, out)
     if report_dir is not None:
         from transformer_math.report.html import render_report
 
@@ -474,7 +495,8 @@ def margins(
         float, typer.Option("--factor", help="Required min slack / spread between seeds.")
     ] = 3.0,
     json_file: Annotated[
-        Path | None, typer.Option("--json", help="Write the sweep as JSON to this file.")
+        Path | None, typer.Option(
+            "--json", help="Write the sweep as JSON to this file ('-': to stdout).")
     ] = None,
 ) -> None:
     """Run claims for several seeds; is every pass condition's slack >= FACTOR x its spread?
@@ -486,9 +508,8 @@ def margins(
     pattern = _regex(pattern)
     seed_list = _seed_list(seeds)
     factor = number("--factor", factor, low=0, low_open=True)
-    output_file("--json", json_file)  # before the sweep runs
-
-    import json
+    if not _to_stdout(json_file):
+        output_file("--json", json_file)  # before the sweep runs
 
     import torch
 
@@ -499,7 +520,7 @@ def margins(
     if not claims:
         raise UsageError(f"no claim of tier {tier!r} matches -k {pattern!r} (see 'tmath list')")
     torch.set_num_threads(1)
-    out = _stdout()
+    out = _stderr() if _to_stdout(json_file) else _stdout()
     with internal_work():
         spreads = sweep(claims, seed_list, size=Size(size))
     for sp in spreads:
@@ -519,11 +540,7 @@ def margins(
     if json_file is not None:
         doc = {"seeds": seed_list, "size": size, "factor": factor,
                "claims": [sp.to_json(factor) for sp in spreads]}
-        from transformer_math.report.results import to_jsonable
-
-        _write("--json file", json_file, lambda: (
-            json_file.write_text(json.dumps(to_jsonable(doc), indent=1, allow_nan=False)),
-            json_file)[1])
+        _emit_json(json_file, doc, out)
     if weak:
         raise typer.Exit(1)
 
@@ -553,7 +570,9 @@ def report(
 @app.command()
 def bench(
     json_file: Annotated[
-        Path | None, typer.Option("--json", help="Write the measurements to this file.")
+        Path | None, typer.Option(
+            "--json", help="Write the measurements to this file ('-': to stdout, with the "
+                           "tables on stderr).")
     ] = None,
     repeats: Annotated[
         int | None,
@@ -578,7 +597,6 @@ def bench(
         run_benchmark,
         select_benchmarks,
     )
-    from transformer_math.report.results import write_json
     from transformer_math.report.table import bench_tables
 
     entries = select_benchmarks(all_benchmarks(), pattern)
@@ -586,7 +604,8 @@ def bench(
         raise UsageError(
             f"no benchmark matches -k {pattern!r}" if pattern else "no benchmarks registered"
         )
-    output_file("--json", json_file, make_parents=True)  # before the benchmarks run
+    if not _to_stdout(json_file):
+        output_file("--json", json_file, make_parents=True)  # before the benchmarks run
     results = []
     skipped: list[str] = []
     with _progress_bar() as progress:
@@ -602,7 +621,7 @@ def bench(
                 results.append(run_benchmark(built, repeats=repeats))
         progress.update(task, completed=len(entries))
     rows = [r.to_json() for r in results]
-    out = _stdout()
+    out = _stderr() if _to_stdout(json_file) else _stdout()
     for table in bench_tables(rows):
         out.print(table)
     for line in skipped:
@@ -610,8 +629,7 @@ def bench(
     missed = [r.name for r in results if r.met is False]
     if json_file is not None:
         document = {"benchmarks": rows, "environment": bench_environment()}
-        _write("--json file", json_file, lambda: write_json(document, json_file))
-        out.print(f"wrote {json_file}", style="dim")
+        _emit_json(json_file, document, out)
     if missed:
         out.print(f"missed target: {', '.join(missed)}", style="bold red")
         raise typer.Exit(1)

@@ -27,28 +27,18 @@ Examples::
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import torch
 import typer
 
-try:  # typer vendors click from 0.2x on
-    from typer._click.globals import get_current_context as _get_context
-except ImportError:  # pragma: no cover - older typer depends on click itself
-    from click import get_current_context as _get_context  # type: ignore[no-redef]
+from transformer_math.commands.args import fail, json_text
 
-from transformer_math.checkpoints.io import parameter_breakdown, read_config
-from transformer_math.functional.rope_scaling import compute_rope_frequencies
-from transformer_math.nn.config import TransformerConfig
-from transformer_math.theory.scaling_laws import compute_optimal
+if TYPE_CHECKING:  # torch and the backbone are imported when the command runs (fast --help)
+    import torch
 
-
-def click_context() -> Any:
-    """The running click context (None outside a command)."""
-    return _get_context(silent=True)
+    from transformer_math.nn.config import TransformerConfig
 
 
 def rope_wavelengths(config: TransformerConfig) -> torch.Tensor | None:
@@ -56,6 +46,10 @@ def rope_wavelengths(config: TransformerConfig) -> torch.Tensor | None:
 
     Length-dependent scaling types are evaluated at ``max_seq_len``.
     """
+    import torch
+
+    from transformer_math.functional.rope_scaling import compute_rope_frequencies
+
     if config.position != "rope":
         return None
     scaling = dict(config.rope_scaling or {"rope_type": "default"})
@@ -68,6 +62,9 @@ def rope_wavelengths(config: TransformerConfig) -> torch.Tensor | None:
 
 def inspect_checkpoint(path: str | Path) -> dict[str, Any]:
     """The report of ``tmath inspect`` as a JSON-ready dict (raises on a bad checkpoint)."""
+    from transformer_math.checkpoints.io import parameter_breakdown, read_config
+    from transformer_math.theory.scaling_laws import compute_optimal
+
     raw = read_config(path)
     c, info, params = parameter_breakdown(path)
     arch: dict[str, Any] = {
@@ -163,11 +160,8 @@ def inspect(
     try:
         report = inspect_checkpoint(path)
     except (OSError, ValueError, TypeError) as err:
-        ctx = click_context()
-        where = ctx.command_path if ctx is not None else "tmath inspect"
-        typer.echo(f"{where}: error: {' '.join(str(err).split())}", err=True)
-        raise typer.Exit(2) from None
-    typer.echo(json.dumps(report, indent=2) if as_json else _text(report))
+        fail(str(err))
+    typer.echo(json_text(report, indent=2) if as_json else _text(report))
 
 
 def register(app: typer.Typer) -> None:
