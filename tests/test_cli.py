@@ -436,3 +436,67 @@ def test_top_level_guard_user_errors_vs_internal_bugs() -> None:
     assert isinstance(res.exception, ValueError)  # not swallowed: CliRunner holds it
     res = runner.invoke(demo, ["bug", "crash"], prog_name="tmath")
     assert isinstance(res.exception, RuntimeError)
+
+
+def test_verify_json_dash_prints_the_document_to_stdout(
+        runner: CliRunner, fake_claims: dict[str, Claim], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--json -`` prints strict JSON to stdout, the table to stderr, and creates no file."""
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["verify", "-k", r"\.caught$", "--json", "-"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert [c["id"] for c in document["claims"]] == ["testing.caught"]
+    assert "1 claims" in result.stderr and not (tmp_path / "-").exists()
+
+
+def test_bench_json_dash_prints_to_stdout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                          ) -> None:
+    from transformer_math.bench import harness
+
+    table: Registry = Registry("benchmark")
+    monkeypatch.setattr(harness, "BENCHMARKS", table)
+    monkeypatch.setattr(harness, "_import_benchmark_modules", lambda: None)
+
+    @harness.benchmark("fake.noop")
+    def _noop() -> harness.Benchmark:
+        return harness.Benchmark("fake.noop", "does nothing", baseline=lambda: None,
+                                 candidate=lambda: None)
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["bench", "--repeats", "2", "--json", "-"])
+    assert result.exit_code == 0, result.output
+    assert [b["name"] for b in json.loads(result.stdout)["benchmarks"]] == ["fake.noop"]
+    assert not (tmp_path / "-").exists()
+
+
+def _help_imports(command: list[str]) -> dict[str, bool]:
+    import subprocess
+
+    code = textwrap.dedent(f"""
+        import json, sys
+        from transformer_math.cli import main
+        try:
+            main({command!r} + ["--help"])
+        except SystemExit as exit:
+            assert exit.code == 0, exit.code
+        print(json.dumps({{m: m in sys.modules for m in ("torch", "matplotlib")}}))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# ``tmath rope --help`` lists the live registry of RoPE types (issue 13), which needs torch.
+HELP_NEEDS_TORCH = {"rope"}
+
+
+def test_help_of_every_command_does_not_import_torch() -> None:
+    """``tmath --help`` and ``tmath CMD --help`` answer without importing torch (issue 16)."""
+    names = sorted(c.name for c in typer.main.get_command(app).commands.values())
+    assert {"verify", "inspect", "chinchilla"} <= set(names)
+    assert _help_imports([]) == {"torch": False, "matplotlib": False}
+    for name in names:
+        imported = _help_imports([name])
+        assert imported["matplotlib"] is False, name
+        assert imported["torch"] is (name in HELP_NEEDS_TORCH), name
