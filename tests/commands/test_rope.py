@@ -196,3 +196,10 @@ def test_largest_allowed_size_is_documented_and_accepted() -> None:
     assert MAX_PAIR_POSITIONS == 2**23
     r = _run("--head-dim", "2", "--train-len", "8", "--seq-len", "64", "--json")
     assert r.exit_code == 0 and json.loads(r.stdout)["rotary_dim"] == 2
+
+
+def test_the_command_and_the_backbone_share_one_position_maximum() -> None:
+    from transformer_math.commands.rope import MAX_POSITIONS
+    from transformer_math.nn.position import MAX_ROPE_POSITIONS
+
+    assert MAX_POSITIONS == MAX_ROPE_POSITIONS

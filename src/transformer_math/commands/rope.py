@@ -40,7 +40,7 @@ from transformer_math.commands.args import (
 
 MAX_HEAD_DIM = 2**16
 """Largest ``--head-dim`` the calculator accepts."""
-MAX_POSITIONS = 2**24
+MAX_POSITIONS = 2**24  # = nn.position.MAX_ROPE_POSITIONS (not imported: --help stays torch-free)
 """Largest ``--train-len``, ``--seq-len`` and ``--original-max`` (16.8 M positions)."""
 MAX_PAIR_POSITIONS = 2**23
 """Largest (rotary pairs) x L_test: the phase-coverage tables hold a few float64 values per
