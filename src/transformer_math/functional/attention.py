@@ -9,7 +9,38 @@ forbidden). Shapes follow the project convention (batch, heads, seq, head_dim):
 With H_kv < H (grouped-query attention, Ainslie et al. 2023; H_kv = 1 is multi-query attention,
 Shazeer 2019) query head h reads key/value head h // (H / H_kv).
 
-Fully masked query rows get zero weights and a zero output (never NaN); see ``softmax.py``.
+Numerical contract, the same for every registered backend (``reference``, ``sdpa``, ``tiled``,
+``linear``) and every floating dtype (float64, float32, float16, bfloat16):
+
+1. Fully masked rows. A query row that may attend to no key (every key blocked by the masks, or
+   ``k_len = 0``) has zero weights, a zero output and zero gradients, never NaN (the softmax
+   convention of ``softmax.py``). An empty query sequence (``q_len = 0``) gives an empty output.
+2. Non-finite inputs propagate, they are neither hidden nor refused. Query row i of head h "sees"
+   key j when no mask blocks (i, j). Then, with g(h) the key/value head of h:
+   - a NaN or +-inf anywhere in q[b, h, i] makes the whole output row out[b, h, i] NaN;
+   - a NaN or +-inf in k[b, g(h), j] makes every row out[b, h, i] that sees key j NaN;
+   - a NaN or +-inf in v[b, g(h), j, d] makes out[b, h, i, d] non-finite for every row that
+     sees key j;
+   - every output of another batch element, of a head outside the group g(h), or (for q) of
+     another query row stays finite and equal to the result without the bad entry.
+   Rows that do not see the bad key but share its (batch, kv head) are not specified (the exact
+   backends multiply a zero weight by NaN, 0 * NaN = NaN, where a causal tile is computed and
+   skip it where it is not), nor is the output of a fully masked row next to a bad input.
+   Each backend propagates by itself where it can, and ``scaled_dot_product_attention`` enforces
+   the rule on the output whatever the backend did (``propagate_non_finite``); the optional
+   ``weights`` are not post-processed.
+   Why propagate rather than refuse: a refusal needs a data-dependent check of every input,
+   which is a host synchronisation per call on an accelerator and breaks ``torch.compile
+   (fullgraph=True)``, ``torch.export`` and ``torch.func.vmap``; hiding a NaN (what torch's
+   fused CPU kernel does for a NaN in q) makes a broken upstream layer look healthy. NaN in, NaN
+   out is torch's own convention. (Masks are different: a NaN or +inf in an additive mask is
+   refused by ``combine_masks``; ``-inf`` is the blocking value.)
+3. Low precision. float16 and bfloat16 inputs are computed with float32 accumulation and the
+   scale applied before the exponent can overflow, so the result is finite and within rounding
+   of the float32 result whenever that result (and every scaled logit) is representable in the
+   input dtype; the output has the input dtype. ``sdpa`` gets this from torch's kernel; the
+   ``reference``, ``tiled`` and ``linear`` backends compute internally in float32. float32 and
+   float64 inputs are computed in their own dtype.
 
 Backends are plain functions registered by name (the pattern of Hugging Face's RoPE registry):
 ``reference`` (explicit matrices, returns the weights), ``sdpa`` (PyTorch's fused kernel).
@@ -70,6 +101,10 @@ SCALE_AS_TEMPERATURE = declare_bug(
     "used as a temperature: the logits are divided by it", module=__name__,
     seen_in="softmax_scale (multiplies, flash-attn / torch SDPA) confused with a temperature "
     "(divides) when wrapping one attention API in another")
+
+
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+"""Dtypes that the reference, tiled and linear backends compute in float32 (contract point 3)."""
 
 
 class AttentionOutput(NamedTuple):
@@ -145,6 +180,14 @@ def validate_qkv(q: Tensor, k: Tensor, v: Tensor) -> None:
         raise ValueError(
             f"k and v must share (heads, seq), got k {tuple(k.shape)} and v {tuple(v.shape)}"
         )
+    if k.shape[1] == 0:
+        raise ValueError(
+            f"k and v need at least one key/value head (num_kv_heads >= 1), got k {tuple(k.shape)}"
+        )
+    if q.shape[-1] == 0:
+        raise ValueError(
+            f"head_dim must be >= 1 (the scale is 1/sqrt(head_dim)), got q {tuple(q.shape)}"
+        )
     if q.shape[1] % k.shape[1] != 0:
         raise ValueError(
             f"query heads ({q.shape[1]}) must be a multiple of key/value heads ({k.shape[1]})"
@@ -191,7 +234,16 @@ def reference_backend(
     dropout_p: float,
     return_weights: bool,
 ) -> AttentionOutput:
-    """The formula as written: logits, additive mask, stable row softmax, weighted sum."""
+    """The formula as written: logits, additive mask, stable row softmax, weighted sum.
+
+    float16 / bfloat16 inputs are computed in float32 and the output cast back (the module's
+    low-precision contract); float32 / float64 are computed in their own dtype.
+    """
+    low = q.dtype in LOW_PRECISION
+    if low:
+        dtype = q.dtype
+        q, k, v = q.float(), k.float(), v.float()
+        attn_mask = None if attn_mask is None else attn_mask.float()
     logits = attention_logits(q, k, scale)  # (B, H, T, S)
     unmasked = logits
     if attn_mask is not None:
@@ -209,6 +261,8 @@ def reference_backend(
         weights = stable_softmax(logits, dim=-1)
     attended = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
     output = torch.matmul(attended, v)  # (B, H, T, D_v)
+    if low:
+        output, weights = output.to(dtype), weights.to(dtype)
     return AttentionOutput(output, weights if return_weights else None)
 
 
@@ -238,7 +292,9 @@ def sdpa_backend(
         )
     t, s = q.shape[-2], k.shape[-2]
     mask = attn_mask
-    native_causal = is_causal and mask is None and t == s
+    # bool(): under torch.export / jit.trace ``t == s`` is a SymBool / traced tensor, which SDPA
+    # refuses; converting specialises on it (self-attention has t and s the same symbol).
+    native_causal = bool(is_causal and mask is None and t == s)
     if is_causal and not native_causal:
         causal = torch.zeros((t, s), dtype=q.dtype, device=q.device).masked_fill(
             ~causal_mask(t, s, device=q.device), float("-inf")
@@ -249,8 +305,7 @@ def sdpa_backend(
     )
     if mask is not None:
         dead = torch.isneginf(mask).all(dim=-1, keepdim=True)  # fully masked query rows
-        if dead.any():
-            out = out.masked_fill(dead, 0.0)
+        out = out.masked_fill(dead, 0.0)
     return AttentionOutput(out, None)
 
 
@@ -286,10 +341,43 @@ def scaled_dot_product_attention(
     if planted(BACKEND_IGNORED):  # planted bug: falsifier of attention.quadratic-cost
         backend = "reference"
     fn = get_attention_backend(backend)
-    return fn(
+    out = fn(
         q, k, v, attn_mask=mask, is_causal=is_causal, scale=scale, dropout_p=dropout_p,
         return_weights=return_weights,
     )
+    # The built-in backends return a fresh output tensor, which may be fixed in place.
+    inplace = backend in ("reference", "sdpa", "tiled", "linear")
+    output = propagate_non_finite(out.output, q, k, v, inplace=inplace)
+    return AttentionOutput(output, out.weights)
+
+
+def propagate_non_finite(
+    out: Tensor, q: Tensor, k: Tensor, v: Tensor, *, inplace: bool = False
+) -> Tensor:
+    """NaN in, NaN out (contract point 2) whatever the backend did with a non-finite input.
+
+    Backends can hide one: torch's fused CPU kernel turns a NaN in q (and, with a single key,
+    in k) into a finite row, and an infinite q can make a logit -inf, which every backend reads
+    as "masked". So a row whose query has a non-finite entry, and every row of a (batch, head)
+    whose keys have one, become NaN. (A non-finite value reaches the output through the
+    weighted sum P V in every backend by itself: no probe of v is needed.) The probes are the
+    max and min over head_dim of q and over (keys, head_dim) of k (exact: no sum that a finite
+    input could overflow; not matrix products, so FLOP counts of attention are unchanged) times
+    0, which is 0 for finite extremes and NaN otherwise, added to the output: one pass over
+    ``out`` (in place with ``inplace`` when ``out`` needs no grad, else one copy) and no
+    data-dependent branch, so compile, export and vmap trace it. A bad key infects the rows of
+    its (batch, head) that do not see it, which point 2 leaves unspecified. q (B, H, T, D),
+    k (B, H, S, D), v (B, H, S, D_v) with equal head counts; finite outputs are unchanged
+    (x + 0 = x).
+    """
+    del v  # see above
+    # amax and amin separately: each is far faster than torch.aminmax on CPU
+    rows = q.amax(dim=-1, keepdim=True) * 0.0 + q.amin(dim=-1, keepdim=True) * 0.0  # (B,H,T,1)
+    if k.shape[-2] > 0:  # (no keys: nothing to check, and amax of nothing is an error)
+        k_dims = (-2, -1)
+        rows = rows + (k.amax(dim=k_dims, keepdim=True) * 0.0
+                       + k.amin(dim=k_dims, keepdim=True) * 0.0)  # (B, H, 1, 1)
+    return out.add_(rows) if inplace and not out.requires_grad else out + rows
 
 
 def _scale_and_mask(

@@ -38,6 +38,11 @@ Feature maps (registry :data:`FEATURE_MAPS`, chosen by name):
 Shapes follow the project: q (B, H, T, D), k (B, H, S, D), v (B, H, S, D_v). When S > T and
 ``causal`` is set the queries are the last T positions (bottom-right alignment, as in
 ``functional.masks.causal_mask``), which is what decoding with a cache needs.
+
+Low precision (the attention contract of ``functional/attention.py``): float16 / bfloat16 inputs
+are computed in float32 (features, kernel sums, normaliser) and the result is cast back, so
+kernel values phi(q)^T phi(k) above 65504 do not overflow to inf / NaN. Empty sequences give
+empty outputs (q_len = 0) or zero rows (k_len = 0).
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from torch import Tensor
 
 from transformer_math.bugs import declare_bug, planted
 from transformer_math.functional.attention import (
+    LOW_PRECISION,
     AttentionOutput,
     register_attention_backend,
     repeat_kv,
@@ -217,6 +223,8 @@ def _prepare(
     key_padding_mask: Tensor | None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     validate_qkv(q, k, v)
+    if q.dtype in LOW_PRECISION:  # float32 features and sums; callers cast the result back
+        q, k, v = q.float(), k.float(), v.float()
     t, s = q.shape[-2], k.shape[-2]
     if causal and s < t:
         raise ValueError(f"causal linear attention needs k_len >= q_len, got q_len={t}, k_len={s}")
@@ -263,7 +271,8 @@ def linear_attention_parallel(
         allowed = torch.ones(t, s, dtype=torch.bool, device=q.device).tril(diagonal=s - t)
         kernel = kernel.masked_fill(~allowed, 0.0)
     weights = _safe_divide(kernel, kernel.sum(dim=-1, keepdim=True))
-    return AttentionOutput(torch.matmul(weights, v), weights)
+    out = torch.matmul(weights, v)
+    return AttentionOutput(out.to(q.dtype), weights.to(q.dtype))
 
 
 @dataclass
@@ -321,7 +330,7 @@ def linear_attention_recurrent(
     offset = s - t
     for j in range(offset):
         state.update(phi_k[:, :, j], v[:, :, j])
-    outputs = []
+    outputs = [v.new_zeros((b, h, 0, v.shape[-1]))]  # q_len = 0 gives an empty output
     read_first = planted(READ_BEFORE_WRITE)  # planted bug: falsifier of kernel.linear-attention-rnn
     for i in range(t):
         if read_first:
@@ -330,7 +339,7 @@ def linear_attention_recurrent(
         else:
             state.update(phi_k[:, :, offset + i], v[:, :, offset + i])
             outputs.append(state.read(phi_q[:, :, i]))
-    return torch.stack(outputs, dim=2)  # (B, H, T, D_v)
+    return torch.cat([o if o.dim() == 4 else o.unsqueeze(2) for o in outputs], dim=2).to(q.dtype)
 
 
 def linear_attention(
@@ -365,14 +374,14 @@ def linear_attention(
         z = phi_k.sum(dim=-2)  # (B, H, m)
         num = torch.matmul(phi_q, S)  # (B, H, T, D_v)
         if drop_normaliser:
-            return num
+            return num.to(q.dtype)
         den = torch.einsum("bhtm,bhm->bht", phi_q, z).unsqueeze(-1)
-        return _safe_divide(num, den)
+        return _safe_divide(num, den).to(q.dtype)
     t, s = phi_q.shape[-2], phi_k.shape[-2]
     offset = s - t
     S = torch.einsum("bhsm,bhsv->bhmv", phi_k[:, :, :offset], v[:, :, :offset])
     z = phi_k[:, :, :offset].sum(dim=-2)
-    outputs = []
+    outputs = [v.new_zeros((*v.shape[:2], 0, v.shape[-1]))]  # q_len = 0 gives an empty output
     for start in range(0, t, chunk_size):
         stop = min(start + chunk_size, t)
         pq = phi_q[:, :, start:stop]  # (B, H, c, m)
@@ -384,18 +393,28 @@ def linear_attention(
         outputs.append(num if drop_normaliser else _safe_divide(num, den))
         S = S + torch.einsum("bhcm,bhcv->bhmv", pk, vc)
         z = z + pk.sum(dim=-2)
-    return torch.cat(outputs, dim=2)
+    return torch.cat(outputs, dim=2).to(q.dtype)
 
 
 def _key_mask_from_additive(mask: Tensor, batch: int, k_len: int) -> Tensor:
-    """Turn an additive mask that only removes keys into a (B, S) padding mask, else raise."""
+    """Turn an additive mask that only removes keys into a (B, S) padding mask, else raise.
+
+    The checks are data-dependent: under ``torch.compile`` they become runtime assertions
+    (``torch._assert_async``, a RuntimeError with the same message) instead of Python branches.
+    """
+    blocked = torch.isneginf(mask)  # (B|1, H|1, T, S)
+    if torch.compiler.is_compiling():
+        ok = ~(torch.isfinite(mask) & (mask != 0)).any()
+        torch._assert_async(ok, "the linear backend supports only key-padding and causal masks")
+        same = (blocked == blocked[..., :1, :]).all() & (blocked == blocked[:, :1]).all()
+        torch._assert_async(same, "the linear backend supports only key-padding masks")
+        return blocked[:, 0, 0, :].expand(batch, k_len)
     finite = torch.isfinite(mask)
     if bool((finite & (mask != 0)).any()):
         raise ValueError(
             "the linear backend supports only key-padding and causal masks; got an additive mask "
             "with finite nonzero biases (a bias cannot be factorised through the feature map)"
         )
-    blocked = torch.isneginf(mask)  # (B|1, H|1, T, S)
     if not bool((blocked == blocked[..., :1, :]).all()) or not bool(
         (blocked == blocked[:, :1]).all()
     ):

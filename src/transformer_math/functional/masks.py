@@ -111,7 +111,10 @@ def combine_masks(
         if attn_mask.dtype == torch.bool:
             parts.append(_bool_to_additive(attn_mask, dtype))
         elif attn_mask.is_floating_point():
-            if torch.isnan(attn_mask).any() or torch.isposinf(attn_mask).any():
+            bad = (torch.isnan(attn_mask) | torch.isposinf(attn_mask)).any()
+            if torch.compiler.is_compiling():  # a traceable runtime assertion (RuntimeError)
+                torch._assert_async(~bad, "attn_mask (additive) contains NaN or +inf")
+            elif bad:
                 raise ValueError("attn_mask (additive) contains NaN or +inf")
             parts.append(attn_mask.to(dtype))
         else:

@@ -6,7 +6,12 @@ which equals exp(x_i) / sum_j exp(x_j) exactly but keeps every exponent in (-inf
 
 Convention for rows whose entries are all ``-inf`` (a query that may attend to nothing): the row
 of weights is all zeros, so the attention output of that query is the zero vector. The naive
-formula gives 0/0 = NaN there, which would then poison every later layer.
+formula gives 0/0 = NaN there, which would then poison every later layer. An empty row (size 0
+along ``dim``) gives an empty result.
+
+Non-finite logits other than ``-inf`` propagate: a row containing NaN or ``+inf`` is all NaN
+(the attention contract of ``functional/attention.py``: NaN in, NaN out; no data-dependent
+check, so ``torch.compile`` and ``torch.func.vmap`` can trace it).
 """
 
 from __future__ import annotations
@@ -26,12 +31,13 @@ NO_MAX_SHIFT = declare_bug(
 def stable_softmax(logits: Tensor, dim: int = -1) -> Tensor:
     """Max-subtracted softmax along ``dim``; an all ``-inf`` row gives all-zero weights.
 
-    ``+inf`` or NaN logits are rejected: they have no meaningful softmax.
+    A row with a NaN or ``+inf`` logit has no meaningful softmax and comes out all NaN
+    (propagated, not refused: see the module docstring).
     """
     if not logits.is_floating_point():
         raise TypeError(f"logits must be a floating tensor, got dtype {logits.dtype}")
-    if torch.isnan(logits).any() or torch.isposinf(logits).any():
-        raise ValueError("logits contain NaN or +inf; softmax is undefined for them")
+    if logits.shape[dim] == 0:  # no keys: nothing to normalise (amax would raise)
+        return logits.clone()
     row_max = logits.amax(dim=dim, keepdim=True)
     # A fully masked row has max -inf; shift it by 0 instead so that exp() gives exact zeros.
     row_max = torch.where(torch.isneginf(row_max), torch.zeros_like(row_max), row_max)

@@ -28,6 +28,11 @@ the last positions when k_len > q_len); tiles entirely in the future are skipped
 by tile (it is treated as a constant: a mask
 that requires grad is rejected). A fully masked query row gives a zero output and lse = -inf.
 
+Precision (the contract of ``functional/attention.py``): the scale multiplies q before the
+matmul, and float16 / bfloat16 inputs are computed in float32 (logits, running max, sums,
+accumulators, backward), the output cast back, so a q k^T beyond 65504 no longer overflows to
+inf / NaN where the scaled logits are representable.
+
 The backend ``"tiled"`` is registered for ``MultiHeadAttention(backend="tiled")``.
 """
 
@@ -42,6 +47,7 @@ from torch import Tensor
 
 from transformer_math.bugs import declare_bug, planted
 from transformer_math.functional.attention import (
+    LOW_PRECISION,
     AttentionOutput,
     reference_backend,
     register_attention_backend,
@@ -169,6 +175,10 @@ def _check_tiled_inputs(
             "q (B, H, T, D), k (B, H, S, D) and v (B, H, S, D_v) must agree; got "
             f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
         )
+    if q.shape[-1] == 0:
+        raise ValueError(
+            f"head_dim must be >= 1 (the scale is 1/sqrt(head_dim)), got q {tuple(q.shape)}"
+        )
     t, s = q.shape[-2], k.shape[-2]
     if is_causal and s < t:
         raise ValueError(f"is_causal needs k_len >= q_len, got q_len={t}, k_len={s}")
@@ -193,20 +203,28 @@ def _mask_tile(mask: Tensor, i0: int, i1: int, j0: int, j1: int) -> Tensor:
     return mask[:, :, rows, cols]
 
 
+def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """float16 / bfloat16 are computed (logits, softmax state, accumulators) in float32."""
+    return torch.float32 if dtype in LOW_PRECISION else dtype
+
+
 def _tile_logits(
     q_blk: Tensor,
     k: Tensor,
     attn_mask: Tensor | None,
     is_causal: bool,
-    scale: float,
     i0: int,
     i1: int,
     j0: int,
     j1: int,
     offset: int,
 ) -> Tensor:
-    """Logits of tile (queries i0:i1, keys j0:j1) with the mask and causal -inf applied."""
-    s = torch.matmul(q_blk, k[:, :, j0:j1].transpose(-2, -1)) * scale  # (B, H, bq, bk)
+    """Logits of tile (queries i0:i1, keys j0:j1) with the mask and causal -inf applied.
+
+    ``q_blk`` is already multiplied by the scale (the scale is applied before the matmul, so a
+    large q k^T never overflows before it is scaled down).
+    """
+    s = torch.matmul(q_blk, k[:, :, j0:j1].transpose(-2, -1))  # (B, H, bq, bk)
     if attn_mask is not None:
         s = s + _mask_tile(attn_mask, i0, i1, j0, j1)
     if is_causal and j1 - 1 > offset + i0:  # some key of this tile is in some query's future
@@ -237,24 +255,31 @@ def tiled_attention_forward(
 
     Loop order of FlashAttention-2: for each query tile, stream the key/value tiles through the
     online softmax. ``io`` (optional) records the elements read and written per tile.
+    float16 / bfloat16 inputs are computed in float32 (the scale applied to q before the
+    matmul); the output has the input dtype and ``lse`` the compute dtype (float32).
+    Tiles are concatenated rather than written into a preallocated tensor, so the function is
+    ``torch.func.vmap``-compatible.
     """
     _check_blocks(block_q, block_k)
     _check_tiled_inputs(q, k, v, attn_mask, is_causal)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    out_dtype, work = q.dtype, _compute_dtype(q.dtype)
+    qs, k, v = q.to(work) * scale, k.to(work), v.to(work)  # scale before the matmul
+    attn_mask = None if attn_mask is None else attn_mask.to(work)
     b, h, t, _ = q.shape
     s_len, dv = k.shape[-2], v.shape[-1]
     offset = s_len - t
-    out = torch.empty((b, h, t, dv), dtype=q.dtype, device=q.device)
-    lse = torch.empty((b, h, t), dtype=q.dtype, device=q.device)
+    outs: list[Tensor] = [qs.new_zeros((b, h, 0, dv))]
+    lses: list[Tensor] = [qs.new_zeros((b, h, 0))]
     for i0 in range(0, t, block_q):
         i1 = min(i0 + block_q, t)
-        q_blk = q[:, :, i0:i1]
+        q_blk = qs[:, :, i0:i1]
         if io is not None:
             io.read("q", q_blk.numel())
-        state = empty_softmax_state((b, h, i1 - i0), dv, like=q)
+        state = empty_softmax_state((b, h, i1 - i0), dv, like=qs)
         for j0 in range(0, _key_range(is_causal, i1, s_len, offset), block_k):
             j1 = min(j0 + block_k, s_len)
-            logits = _tile_logits(q_blk, k, attn_mask, is_causal, scale, i0, i1, j0, j1, offset)
+            logits = _tile_logits(q_blk, k, attn_mask, is_causal, i0, i1, j0, j1, offset)
             state = merge_softmax_states(state, softmax_state_from_block(logits, v[:, :, j0:j1]))
             if io is not None:
                 io.tiles += 1
@@ -264,12 +289,12 @@ def tiled_attention_forward(
                 if attn_mask is not None:
                     io.read("mask", _mask_tile(attn_mask, i0, i1, j0, j1).numel())
         out_blk, lse_blk = finalize_softmax_state(state)
-        out[:, :, i0:i1] = out_blk
-        lse[:, :, i0:i1] = lse_blk
+        outs.append(out_blk)
+        lses.append(lse_blk)
         if io is not None:
             io.write("o", out_blk.numel())
             io.write("lse", lse_blk.numel())
-    return out, lse
+    return torch.cat(outs, dim=2).to(out_dtype), torch.cat(lses, dim=2)
 
 
 def tiled_attention_backward(
@@ -286,36 +311,57 @@ def tiled_attention_backward(
     block_q: int,
     block_k: int,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """Gradients (dq, dk, dv) by recomputing each tile from q, k and the saved logsumexp."""
+    """Gradients (dq, dk, dv) by recomputing each tile from q, k and the saved logsumexp.
+
+    Computed in the forward's compute dtype (float32 for float16 / bfloat16) and returned in the
+    dtypes of q, k, v. Accumulators are out of place (``torch.func`` transforms can batch them).
+    """
     t, s_len = q.shape[-2], k.shape[-2]
     offset = s_len - t
-    dq = torch.zeros_like(q)
-    dk = torch.zeros_like(k)
-    dv = torch.zeros_like(v)
+    dtypes = (q.dtype, k.dtype, v.dtype)
+    work = _compute_dtype(q.dtype)
+    grad_out, out, lse = grad_out.to(work), out.to(work), lse.to(work)
+    q, k, v = q.to(work), k.to(work), v.to(work)
+    attn_mask = None if attn_mask is None else attn_mask.to(work)
+    qs = q * scale  # the logits are recomputed exactly as in the forward
+    key_starts = list(range(0, s_len, block_k))
+    dk_tiles = [k.new_zeros(k[:, :, j0:j0 + block_k].shape) for j0 in key_starts]
+    dv_tiles = [v.new_zeros(v[:, :, j0:j0 + block_k].shape) for j0 in key_starts]
+    dq_tiles: list[Tensor] = [q.new_zeros((*q.shape[:2], 0, q.shape[-1]))]
     delta = (grad_out * out).sum(dim=-1, keepdim=True)  # rowsum(dO * O), (B, H, T, 1)
     shift_all = _safe_shift(lse).unsqueeze(-1)  # (B, H, T, 1)
     for i0 in range(0, t, block_q):
         i1 = min(i0 + block_q, t)
-        q_blk, do_blk = q[:, :, i0:i1], grad_out[:, :, i0:i1]
+        q_blk, qs_blk, do_blk = q[:, :, i0:i1], qs[:, :, i0:i1], grad_out[:, :, i0:i1]
+        dq_blk = torch.zeros_like(q_blk)
         dead = torch.isneginf(lse[:, :, i0:i1]).unsqueeze(-1)  # fully masked rows: P = 0
-        for j0 in range(0, _key_range(is_causal, i1, s_len, offset), block_k):
+        for jt, j0 in enumerate(range(0, _key_range(is_causal, i1, s_len, offset), block_k)):
             j1 = min(j0 + block_k, s_len)
-            logits = _tile_logits(q_blk, k, attn_mask, is_causal, scale, i0, i1, j0, j1, offset)
+            logits = _tile_logits(qs_blk, k, attn_mask, is_causal, i0, i1, j0, j1, offset)
             p = torch.exp(logits - shift_all[:, :, i0:i1]).masked_fill(dead, 0.0)
-            dv[:, :, j0:j1] += torch.matmul(p.transpose(-2, -1), do_blk)
+            dv_tiles[jt] = dv_tiles[jt] + torch.matmul(p.transpose(-2, -1), do_blk)
             dp = torch.matmul(do_blk, v[:, :, j0:j1].transpose(-2, -1))
             ds = p * (dp - delta[:, :, i0:i1])
-            dq[:, :, i0:i1] += torch.matmul(ds, k[:, :, j0:j1]) * scale
-            dk[:, :, j0:j1] += torch.matmul(ds.transpose(-2, -1), q_blk) * scale
-    return dq, dk, dv
+            dq_blk = dq_blk + torch.matmul(ds, k[:, :, j0:j1]) * scale
+            dk_tiles[jt] = dk_tiles[jt] + torch.matmul(ds.transpose(-2, -1), q_blk) * scale
+        dq_tiles.append(dq_blk)
+    dk = torch.cat(dk_tiles, dim=2) if dk_tiles else torch.zeros_like(k)
+    dv = torch.cat(dv_tiles, dim=2) if dv_tiles else torch.zeros_like(v)
+    dq = torch.cat(dq_tiles, dim=2)
+    return dq.to(dtypes[0]), dk.to(dtypes[1]), dv.to(dtypes[2])
 
 
 class TiledAttentionFunction(torch.autograd.Function):
-    """Autograd wrapper: saves q, k, v, the output and lse (all O(n)); recomputes tiles."""
+    """Autograd wrapper: saves q, k, v, the output and lse (all O(n)); recomputes tiles.
+
+    Written in the ``forward`` + ``setup_context`` form with ``generate_vmap_rule``, so
+    ``torch.func.grad``, ``vmap`` and ``jacrev`` accept it.
+    """
+
+    generate_vmap_rule = True
 
     @staticmethod
     def forward(  # type: ignore[override]
-        ctx: Any,
         q: Tensor,
         k: Tensor,
         v: Tensor,
@@ -324,8 +370,8 @@ class TiledAttentionFunction(torch.autograd.Function):
         scale: float,
         block_q: int,
         block_k: int,
-    ) -> Tensor:
-        out, lse = tiled_attention_forward(
+    ) -> tuple[Tensor, Tensor]:
+        return tiled_attention_forward(
             q,
             k,
             v,
@@ -335,14 +381,24 @@ class TiledAttentionFunction(torch.autograd.Function):
             block_q=block_q,
             block_k=block_k,
         )
-        ctx.save_for_backward(q, k, v, out, lse)
-        ctx.attn_mask = attn_mask
-        ctx.settings = (is_causal, scale, block_q, block_k)
-        return out
 
     @staticmethod
-    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, ...]:  # type: ignore[override]
-        q, k, v, out, lse = ctx.saved_tensors
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tensor]) -> None:
+        q, k, v, attn_mask, is_causal, scale, block_q, block_k = inputs
+        out, lse = output
+        ctx.mark_non_differentiable(lse)
+        if attn_mask is None:
+            ctx.save_for_backward(q, k, v, out, lse)
+        else:
+            ctx.save_for_backward(q, k, v, out, lse, attn_mask)
+        ctx.settings = (is_causal, scale, block_q, block_k)
+
+    @staticmethod
+    def backward(  # type: ignore[override]
+        ctx: Any, grad_out: Tensor, grad_lse: Tensor | None
+    ) -> tuple[Tensor | None, ...]:
+        del grad_lse  # lse is non-differentiable (an internal statistic)
+        q, k, v, out, lse, *mask = ctx.saved_tensors
         is_causal, scale, block_q, block_k = ctx.settings
         dq, dk, dv = tiled_attention_backward(
             grad_out.contiguous(),
@@ -351,7 +407,7 @@ class TiledAttentionFunction(torch.autograd.Function):
             v,
             out,
             lse,
-            attn_mask=ctx.attn_mask,
+            attn_mask=mask[0] if mask else None,
             is_causal=is_causal,
             scale=scale,
             block_q=block_q,
@@ -385,7 +441,10 @@ def tiled_attention(
     if not math.isfinite(scale):
         raise ValueError(f"scale must be finite, got {scale}")
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
-        return TiledAttentionFunction.apply(q, k, v, attn_mask, is_causal, scale, block_q, block_k)
+        out, _ = TiledAttentionFunction.apply(
+            q, k, v, attn_mask, is_causal, scale, block_q, block_k
+        )
+        return out
     out, _ = tiled_attention_forward(
         q,
         k,

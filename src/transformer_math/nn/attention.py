@@ -12,7 +12,14 @@ d^2 + d for W_O; for d = 512, H = H_kv = 8 this is 4 * 512^2 + 4 * 512 = 1,050,6
 
 KV cache: during autoregressive decoding, keys and values of past positions are kept so that a
 new token attends to them without recomputation. Because queries are the LAST positions of the
-sequence, the causal mask is bottom-right aligned (``functional.masks.causal_mask``).
+sequence, the causal mask is bottom-right aligned (``functional.masks.causal_mask``). The cache
+is transactional: a call reads the extended keys/values without storing them and writes them
+back only after the whole call (every check, the attention and the output projection)
+succeeded, so a call that raises leaves the cache exactly as it was.
+
+Dtypes: inputs must have the parameters' dtype, except under ``torch.autocast`` for the input's
+device, where the autocast dtype (and float32) are accepted too and the output dtype follows
+autocast.
 
 Positions (000 §8.3.3): an optional ``rotary`` (RoPE) rotates q and k at their absolute positions
 before the keys enter the cache, so <R_m q, R_n k> depends on n - m only and cached keys never
@@ -73,18 +80,41 @@ class KVCache:
     def seq_len(self) -> int:
         return 0 if self.key is None else self.key.shape[-2]
 
+    def extended(self, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
+        """The cached keys/values followed by ``key``/``value`` (sequence axis), WITHOUT storing
+        them: the first half of a transactional append (``commit`` is the second)."""
+        if key.dim() != 4 or value.dim() != 4 or key.shape[:3] != value.shape[:3]:
+            raise ValueError(
+                f"keys and values must be (batch, kv_heads, seq, head_dim) with equal leading "
+                f"dims, got {tuple(key.shape)} and {tuple(value.shape)}"
+            )
+        if self.key is None or self.value is None:
+            return key, value
+        if key.shape[:2] != self.key.shape[:2] or key.shape[-1] != self.key.shape[-1]:
+            raise ValueError(
+                f"new keys {tuple(key.shape)} do not match the cache {tuple(self.key.shape)}"
+            )
+        if value.shape[-1] != self.value.shape[-1]:
+            raise ValueError(
+                f"new values {tuple(value.shape)} do not match the cache "
+                f"{tuple(self.value.shape)}"
+            )
+        if key.dtype != self.key.dtype or value.dtype != self.value.dtype:
+            raise TypeError(
+                f"new keys/values ({key.dtype}, {value.dtype}) must have the cache's dtype "
+                f"({self.key.dtype}, {self.value.dtype})"
+            )
+        return torch.cat([self.key, key], dim=-2), torch.cat([self.value, value], dim=-2)
+
+    def commit(self, key: Tensor, value: Tensor) -> None:
+        """Store full keys/values returned by ``extended`` (after the call using them passed)."""
+        self.key, self.value = key, value
+
     def append(self, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
         """Append new keys/values along the sequence axis; return the full tensors."""
-        if self.key is None or self.value is None:
-            self.key, self.value = key, value
-        else:
-            if key.shape[:2] != self.key.shape[:2] or key.shape[-1] != self.key.shape[-1]:
-                raise ValueError(
-                    f"new keys {tuple(key.shape)} do not match the cache {tuple(self.key.shape)}"
-                )
-            self.key = torch.cat([self.key, key], dim=-2)
-            self.value = torch.cat([self.value, value], dim=-2)
-        return self.key, self.value
+        full_key, full_value = self.extended(key, value)
+        self.commit(full_key, full_value)
+        return full_key, full_value
 
     def reset(self) -> None:
         self.key = None
@@ -137,6 +167,8 @@ class MultiHeadAttention(nn.Module):
                     "or pass head_dim explicitly"
                 )
             head_dim = embed_dim // num_heads
+        if isinstance(head_dim, bool) or not isinstance(head_dim, int) or head_dim <= 0:
+            raise ValueError(f"head_dim must be a positive int, got {head_dim!r}")
         num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
         if planted(KV_HEADS_IGNORED):  # planted bug: falsifier of attention.multihead-param-count
             num_kv_heads = num_heads
@@ -201,8 +233,9 @@ class MultiHeadAttention(nn.Module):
     ) -> Tensor:
         """Self-attention when ``key``/``value`` are None, cross-attention otherwise.
 
-        With ``kv_cache`` the new keys/values are appended to it first and the queries attend
-        to the whole cached sequence; masks then refer to (new queries, all keys).
+        With ``kv_cache`` the queries attend to the cached keys/values followed by the new ones;
+        masks then refer to (new queries, all keys). The new keys/values are stored in the cache
+        only when the call returns normally (a call that raises leaves the cache unchanged).
         ``position_ids`` (T,) or (B, T) are the query positions used by ``rotary``/``alibi``
         (default ``past .. past + T - 1``, ``past`` = cached length); keys of a cache are taken
         to sit at positions 0 .. S - 1.
@@ -232,7 +265,7 @@ class MultiHeadAttention(nn.Module):
         if live:
             q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
         if kv_cache is not None:
-            k, v = kv_cache.append(k, v)
+            k, v = kv_cache.extended(k, v)  # stored by commit() below, once the call succeeded
         if self.alibi is not None:
             attn_mask = self._with_alibi(attn_mask, position_ids, k.shape[-2], q.dtype)
         scale = None if self.scale_fn is None else self.scale_fn(self.head_dim, k.shape[-2])
@@ -264,7 +297,10 @@ class MultiHeadAttention(nn.Module):
         if live:
             z = self.hook_z(z)
         b, _, t, _ = z.shape
-        return self.out_proj(z.transpose(1, 2).reshape(b, t, self.num_heads * self.head_dim))
+        output = self.out_proj(z.transpose(1, 2).reshape(b, t, self.num_heads * self.head_dim))
+        if kv_cache is not None:
+            kv_cache.commit(k, v)  # every check and the whole computation passed
+        return output
 
     def _attend(self, weights: Tensor, v: Tensor, dropout_p: float) -> Tensor:
         """P V with key/value heads repeated for their query groups: (B, H, T, d_k)."""
@@ -298,11 +334,18 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"{name} must have shape (batch, seq, {width}), got {tuple(x.shape)}")
         if x.shape[-1] != width:
             raise ValueError(f"{name} must have last dim {width}, got {tuple(x.shape)}")
-        if x.dtype != self.q_proj.weight.dtype:
-            raise TypeError(
-                f"{name} dtype {x.dtype} differs from the module's parameters "
-                f"({self.q_proj.weight.dtype}); convert one of them"
-            )
+        param_dtype = self.q_proj.weight.dtype
+        if x.dtype == param_dtype:
+            return
+        device_type = x.device.type
+        if torch.is_autocast_enabled(device_type) and x.dtype in (
+            torch.get_autocast_dtype(device_type), torch.float32
+        ):
+            return  # autocast casts the projections' inputs and weights itself
+        raise TypeError(
+            f"{name} dtype {x.dtype} differs from the module's parameters "
+            f"({param_dtype}); convert one of them (or run under torch.autocast)"
+        )
 
     @torch.no_grad()
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:

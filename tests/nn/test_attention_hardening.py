@@ -1,0 +1,124 @@
+"""MultiHeadAttention under careless input (issue 15): a failed call leaves the KV cache exactly
+as it was, and degenerate sizes are refused with a message naming the argument."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import transformer_math.functional.linear_attention  # registers "linear"
+import transformer_math.functional.tiled_attention  # noqa: F401  (registers "tiled")
+from transformer_math.nn.attention import KVCache, MultiHeadAttention
+from transformer_math.nn.position import RotaryEmbedding
+
+
+def _module(backend: str = "sdpa", **kwargs) -> MultiHeadAttention:
+    torch.manual_seed(0)
+    return MultiHeadAttention(16, 4, num_kv_heads=2, backend=backend, **kwargs).eval()
+
+
+def _bad_calls(x: torch.Tensor):
+    """Calls that must fail, each as (name, kwargs overriding the good call)."""
+    return [
+        ("mask of the wrong shape", {"attn_mask": torch.ones(5, 7, dtype=torch.bool)}),
+        ("key padding mask of the wrong shape",
+         {"key_padding_mask": torch.zeros(1, 99, dtype=torch.bool)}),
+        ("additive mask with NaN", {"attn_mask": torch.full((1, 4), float("nan"))}),
+        ("wrong input width", {"query": torch.randn(1, 1, 15)}),
+        ("wrong dtype", {"query": x.double()}),
+        ("wrong batch", {"query": torch.randn(3, 1, 16)}),
+        ("key of the wrong width", {"key": torch.randn(1, 1, 15)}),
+        ("2-D attn_mask for the wrong key length", {"attn_mask": torch.zeros(1, 3)}),
+    ]
+
+
+@pytest.mark.parametrize("backend", ["sdpa", "reference", "tiled", "linear"])
+def test_failed_call_leaves_the_kv_cache_unchanged(backend):
+    """before: a call with a bad mask had already appended to the cache, so the next good step
+    differed from the same step without the failed call by 0.12 (sdpa)."""
+    m = _module(backend)
+    gen = torch.Generator().manual_seed(1)
+    prompt = torch.randn(1, 3, 16, generator=gen)
+    step = torch.randn(1, 1, 16, generator=gen)
+    clean, dirty = KVCache(), KVCache()
+    with torch.no_grad():
+        m(prompt, kv_cache=clean, is_causal=True)
+        m(prompt, kv_cache=dirty, is_causal=True)
+        key, value = dirty.key.clone(), dirty.value.clone()
+        for name, override in _bad_calls(step):
+            kwargs = {"query": step, "kv_cache": dirty, "is_causal": True, **override}
+            with pytest.raises((ValueError, TypeError)):
+                m(**kwargs)
+            assert dirty.seq_len == 3, name
+            assert torch.equal(dirty.key, key) and torch.equal(dirty.value, value), name
+        good = m(step, kv_cache=clean, is_causal=True)
+        after_failures = m(step, kv_cache=dirty, is_causal=True)
+    assert clean.seq_len == dirty.seq_len == 4
+    assert torch.equal(good, after_failures)
+
+
+def test_failed_call_in_the_backend_leaves_the_cache_unchanged():
+    """A failure late in the call (the tiled backend refuses attention dropout) is also
+    transactional, as is one from ALiBi (2-D position ids) and from a scale_fn."""
+    m = MultiHeadAttention(16, 4, backend="tiled", dropout=0.1).train()
+    cache = KVCache()
+    with pytest.raises(ValueError, match="dropout_p must be 0"):
+        m(torch.randn(1, 3, 16), kv_cache=cache, is_causal=True)
+    assert cache.key is None and cache.seq_len == 0
+    m = MultiHeadAttention(16, 4, alibi=True).eval()
+    with pytest.raises(ValueError, match="alibi needs 1-D position_ids"):
+        m(torch.randn(1, 3, 16), kv_cache=cache, position_ids=torch.arange(3)[None])
+    assert cache.seq_len == 0
+
+    def bad_scale(head_dim: int, k_len: int) -> float:
+        raise ValueError("scale_fn failed")
+
+    m = MultiHeadAttention(16, 4, scale_fn=bad_scale).eval()
+    with pytest.raises(ValueError, match="scale_fn failed"):
+        m(torch.randn(1, 3, 16), kv_cache=cache)
+    assert cache.seq_len == 0
+
+
+def test_kv_cache_with_rotary_still_matches_a_full_forward():
+    """The transactional cache gives the same numbers as before: incremental decoding equals
+    the full causal forward pass."""
+    torch.manual_seed(0)
+    m = MultiHeadAttention(16, 4, rotary=RotaryEmbedding(4)).eval()
+    x = torch.randn(2, 6, 16)
+    with torch.no_grad():
+        full = m(x, is_causal=True)
+        cache = KVCache()
+        parts = [m(x[:, :3], kv_cache=cache, is_causal=True)]
+        parts += [m(x[:, i:i + 1], kv_cache=cache, is_causal=True) for i in range(3, 6)]
+    torch.testing.assert_close(torch.cat(parts, dim=1), full)
+    assert cache.seq_len == 6
+
+
+def test_kv_cache_extended_does_not_store_and_append_does():
+    cache = KVCache()
+    k = torch.randn(1, 2, 3, 4)
+    full_k, _ = cache.extended(k, k)
+    assert cache.key is None and full_k is k
+    cache.append(k, k)
+    full_k, _ = cache.extended(k, k)
+    assert cache.seq_len == 3 and full_k.shape == (1, 2, 6, 4)
+    with pytest.raises(ValueError, match="do not match the cache"):
+        cache.extended(torch.randn(1, 3, 1, 4), torch.randn(1, 3, 1, 4))
+    with pytest.raises(TypeError, match="cache's dtype"):
+        cache.extended(k.double(), k.double())
+    with pytest.raises(ValueError, match="equal leading dims"):
+        cache.extended(k, torch.randn(1, 2, 2, 4))
+    assert cache.seq_len == 3
+
+
+@pytest.mark.parametrize("head_dim", [0, -1, 2.0, True])
+def test_head_dim_must_be_a_positive_int(head_dim):
+    """before: head_dim=0 built a module with empty projections (and a ZeroDivisionError in
+    1/sqrt(head_dim) at the first call)."""
+    with pytest.raises(ValueError, match="head_dim must be a positive int"):
+        MultiHeadAttention(8, 2, head_dim=head_dim)
+
+
+def test_zero_kv_heads_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"num_kv_heads \(0\)"):
+        MultiHeadAttention(8, 2, num_kv_heads=0)
