@@ -122,3 +122,51 @@ def test_head_dim_must_be_a_positive_int(head_dim):
 def test_zero_kv_heads_is_refused_by_name():
     with pytest.raises(ValueError, match=r"num_kv_heads \(0\)"):
         MultiHeadAttention(8, 2, num_kv_heads=0)
+
+
+def test_a_model_call_failing_in_a_later_layer_leaves_every_cache_unchanged():
+    """A Transformer call that raises in layer 1 must not leave layer 0's cache extended (the
+    layers' caches are restored together), so the next good step equals a clean run's."""
+    from transformer_math.nn.config import TransformerConfig
+    from transformer_math.nn.transformer import build_transformer
+
+    cfg = TransformerConfig(hidden_size=16, num_layers=2, num_heads=4, vocab_size=11,
+                            position="rope")
+    model = build_transformer(cfg, seed=0).eval()
+    ids = torch.tensor([[1, 2, 3]])
+    step = torch.tensor([[4]])
+    clean = model.new_caches()
+    with torch.no_grad():
+        model(ids, caches=clean)
+        want = model(step, caches=clean)
+        caches = model.new_caches()
+        model(ids, caches=caches)
+
+        def boom(*_args):
+            raise RuntimeError("layer 1 fails")
+
+        handle = model.layers[1].register_forward_pre_hook(boom)
+        with pytest.raises(RuntimeError, match="layer 1 fails"):
+            model(step, caches=caches)
+        handle.remove()
+        assert [c.seq_len for c in caches] == [3, 3]
+        assert torch.equal(model(step, caches=caches), want)
+
+
+def test_alibi_models_generate_with_a_padded_batch():
+    """generate() passes an attention mask, hence (B, T) position ids: an ALiBi model decodes,
+    and a left-padded row continues exactly as the same prompt alone (it used to raise
+    "alibi needs 1-D position_ids")."""
+    from transformer_math.nn.config import TransformerConfig
+    from transformer_math.nn.transformer import build_transformer
+
+    cfg = TransformerConfig(hidden_size=16, num_layers=2, num_heads=4, vocab_size=13,
+                            position="alibi")
+    model = build_transformer(cfg, seed=0).eval()
+    alone = model.generate(torch.tensor([[3, 4, 5]]), max_new_tokens=5)
+    batch = torch.tensor([[3, 4, 5], [0, 7, 8]])
+    mask = torch.tensor([[1, 1, 1], [0, 1, 1]])
+    both = model.generate(batch, max_new_tokens=5, attention_mask=mask)
+    assert torch.equal(both[0], alone[0])
+    short = model.generate(torch.tensor([[7, 8]]), max_new_tokens=5)
+    assert torch.equal(both[1, 1:], short[0])

@@ -312,12 +312,22 @@ class MultiHeadAttention(nn.Module):
         self, attn_mask: Tensor | None, position_ids: Tensor | None, k_len: int,
         dtype: torch.dtype,
     ) -> Tensor:
-        """attn_mask (bool or additive) plus the ALiBi bias (1, H, T, S) as one additive mask."""
+        """attn_mask (bool or additive) plus the ALiBi bias (1, H, T, S) as one additive mask.
+
+        ALiBi is a function of the distance between a query and a key. With 1-D ``position_ids``
+        (T,) the queries sit at those positions and the keys at 0 .. S-1. Batched position ids
+        (B, T) are what an ``attention_mask`` gives (each row's count of real tokens): in a
+        left-padded row they differ from the index by a constant, so the index distance used
+        here is the distance between the row's real tokens, and pad keys are masked anyway.
+        """
         assert self.alibi is not None and position_ids is not None
-        if position_ids.dim() != 1:
+        if position_ids.dim() == 2:  # (B, T): the queries are the last T of the S keys
+            position_ids = torch.arange(k_len - position_ids.shape[-1], k_len,
+                                        device=position_ids.device)
+        elif position_ids.dim() != 1:
             raise ValueError(
-                f"alibi needs 1-D position_ids (T,), got {tuple(position_ids.shape)}"
-            )
+                f"alibi needs position_ids of shape (T,) or (B, T), got "
+                f"{tuple(position_ids.shape)}")
         keys = torch.arange(k_len, device=position_ids.device)
         bias = self.alibi(position_ids, keys).to(dtype)  # (1, H, T, S)
         if attn_mask is None:

@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from transformer_math.bugs import declare_bug, planted
-from transformer_math.functional.rope import can_read_values
+from transformer_math.functional.rope import can_read_values, is_tracing
 from transformer_math.nn.attention import KVCache, MultiHeadAttention, count_parameters
 from transformer_math.nn.config import SUBLAYERS, TransformerConfig
 from transformer_math.nn.feedforward import build_feedforward
@@ -371,11 +371,21 @@ class Transformer(nn.Module):
             bias = self.relative_bias(t, past + t)  # (1, H, T, S)
             attn_mask = bias if attn_mask is None else _add_masks(attn_mask, bias)
         h = self._embed(input_ids, inputs_embeds, position_ids)  # input_ids checked above
-        for i, layer in enumerate(self.layers):
-            h = layer(h, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                      is_causal=is_causal, position_ids=position_ids,
-                      kv_cache=None if caches is None else caches[i], memory=memory,
-                      memory_key_padding_mask=memory_key_padding_mask)
+        # A call that raises in layer i must not leave layers 0..i-1 with the new positions
+        # appended: the caches are restored (eager only; a traced graph has no partial state).
+        snapshot = (None if caches is None or is_tracing()
+                    else [(cache.key, cache.value) for cache in caches])
+        try:
+            for i, layer in enumerate(self.layers):
+                h = layer(h, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                          is_causal=is_causal, position_ids=position_ids,
+                          kv_cache=None if caches is None else caches[i], memory=memory,
+                          memory_key_padding_mask=memory_key_padding_mask)
+        except BaseException:
+            if snapshot is not None and caches is not None:
+                for cache, (key, value) in zip(caches, snapshot, strict=True):
+                    cache.key, cache.value = key, value
+            raise
         if self.final_norm is not None:
             h = self.final_norm(h)
         return self.hook_final(h) if hooks_live() else h
