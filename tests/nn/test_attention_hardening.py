@@ -59,15 +59,15 @@ def test_failed_call_leaves_the_kv_cache_unchanged(backend):
 
 def test_failed_call_in_the_backend_leaves_the_cache_unchanged():
     """A failure late in the call (the tiled backend refuses attention dropout) is also
-    transactional, as is one from ALiBi (2-D position ids) and from a scale_fn."""
+    transactional, as is one from ALiBi (3-D position ids) and from a scale_fn."""
     m = MultiHeadAttention(16, 4, backend="tiled", dropout=0.1).train()
     cache = KVCache()
     with pytest.raises(ValueError, match="dropout_p must be 0"):
         m(torch.randn(1, 3, 16), kv_cache=cache, is_causal=True)
     assert cache.key is None and cache.seq_len == 0
     m = MultiHeadAttention(16, 4, alibi=True).eval()
-    with pytest.raises(ValueError, match="alibi needs 1-D position_ids"):
-        m(torch.randn(1, 3, 16), kv_cache=cache, position_ids=torch.arange(3)[None])
+    with pytest.raises(ValueError, match="alibi needs position_ids of shape"):
+        m(torch.randn(1, 3, 16), kv_cache=cache, position_ids=torch.arange(3)[None, None])
     assert cache.seq_len == 0
 
     def bad_scale(head_dim: int, k_len: int) -> float:
