@@ -85,3 +85,72 @@ def test_arguments_checked_before_any_work(app, tmp_path, monkeypatch, args, nam
     assert res.exit_code == 2, res.output
     (line,) = res.stderr.strip().splitlines()
     assert line.startswith("root rollout: error: ") and named in line, line
+
+
+def _folder_policy(kind: str, tmp_path, *, action_mean: float = 0.0):
+    """A small policy for the bimodal env (state 2, action 2) saved as a LeRobot-style folder."""
+    import torch
+
+    from transformer_math.robotics.policies.act import ACTConfig, ACTPolicy
+
+    if kind == "act":
+        policy = ACTPolicy(ACTConfig(2, 2, chunk_size=4, dim=16, num_heads=2, encoder_layers=1,
+                                     decoder_layers=1, latent_dim=4))
+    else:
+        policy = BCPolicy(BCConfig(2, 2, chunk_size=3, hidden=16))
+    with torch.no_grad():
+        policy.action_mean.fill_(action_mean)
+    folder = tmp_path / kind
+    policy.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("kind", ["act", "bc"])
+def test_policy_folder_rollout(app, tmp_path, kind):
+    """A saved ACT / BC policy folder runs (the CLI process imported no policy module itself)."""
+    folder = _folder_policy(kind, tmp_path)
+    out = tmp_path / "r.png"
+    res = CliRunner().invoke(app, ["rollout", "bimodal", "--policy", str(folder), "--out",
+                                   str(out), "--json", "--max-steps", "20"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output)
+    assert summary["steps"] == 20 and summary["policy"] == str(folder) and out.is_file()
+
+
+def test_trained_actions_are_clipped_to_the_action_bounds(app, tmp_path):
+    """A policy whose actions overshoot the env's Box (here ~5 for bounds [-1, 1]) is clipped
+    (gymnasium's ClipAction) instead of being refused by the environment."""
+    folder = _folder_policy("bc", tmp_path, action_mean=5.0)
+    res = CliRunner().invoke(app, ["rollout", "bimodal", "--policy", str(folder), "--out",
+                                   str(tmp_path / "r.png"), "--json", "--max-steps", "5"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["steps"] == 5
+
+
+def test_dt_folder_rollout_needs_a_target(app, tmp_path):
+    from transformer_math.robotics.policies.decision_transformer import (
+        DecisionTransformer,
+        DTConfig,
+    )
+
+    folder = tmp_path / "dt"
+    DecisionTransformer(DTConfig(2, 1, context_len=4, max_ep_len=64, dim=16)).save_pretrained(
+        folder)
+    args = ["rollout", "runner", "--policy", str(folder), "--out", str(tmp_path / "r.png"),
+            "--json", "--max-steps", "10"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2 and "--target-return" in res.output
+    res = CliRunner().invoke(app, [*args, "--target-return", "3"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["steps"] == 10
+
+
+def test_forged_policy_folder_exits_2(app, tmp_path):
+    folder = _folder_policy("bc", tmp_path)
+    config = json.loads((folder / "config.json").read_text())
+    config["hidden"] = "16"
+    (folder / "config.json").write_text(json.dumps(config))
+    res = CliRunner().invoke(app, ["rollout", "bimodal", "--policy", str(folder), "--out",
+                                   str(tmp_path / "r.png")])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "hidden" in res.output

@@ -186,7 +186,7 @@ def test_act_latent_per_episode_refuses_a_batch_change():
 @pytest.mark.parametrize("kind", ["bc", "act", "dt"])
 def test_observations_are_validated_at_every_step(kind):
     policy = {"bc": _bc, "act": _act, "dt": _dt}[kind]()
-    policy.reset()
+    policy.reset(0.0) if kind == "dt" else policy.reset()  # DT: the target is required (issue 16)
     good = {"observation.state": torch.zeros(1, 3)}
     policy.select_action(good)  # the chunk queue now holds actions: the next step checks too
     if kind == "dt":

@@ -1,11 +1,14 @@
 """``tmath rollout``: run a scripted or trained policy in a robotics environment and plot it.
 
     tmath rollout point-mass --policy scripted --out traj.png
-    tmath rollout bimodal --policy ckpt.safetensors --seed 3 --json
+    tmath rollout bimodal --policy act_policy/ --seed 3 --json
     tmath rollout grid --policy dt.safetensors --target-return 4
 
-A checkpoint is any policy saved with ``policy.save(path)`` (safetensors; kind and config are read
-from the file). Exit codes: 0 success, 2 bad usage (one-line error).
+A checkpoint is a policy folder saved with ``policy.save_pretrained(dir)`` (LeRobot layout:
+``config.json`` + ``model.safetensors``) or an older single file saved with ``policy.save(path)``;
+its type and config are read from it. A trained policy's continuous actions are clipped to the
+environment's action bounds before ``env.step`` (gymnasium's ``ClipAction`` convention; the
+environments refuse out-of-bounds actions). Exit codes: 0 success, 2 bad usage (one-line error).
 """
 
 from __future__ import annotations
@@ -49,7 +52,8 @@ def _scripted(env_name: str, env: Any, seed: int):
     return lambda obs: np.array([pace], np.float32)
 
 
-def _trained(path: Path, target_return: float | None):
+def _trained(path: Path, target_return: float | None, action_space: Any):
+    import gymnasium as gym
     import torch
 
     from transformer_math.robotics.policies.base import load_policy
@@ -64,6 +68,7 @@ def _trained(path: Path, target_return: float | None):
     else:
         policy.reset()
     state = {"reward": 0.0, "first": True}
+    box = action_space if isinstance(action_space, gym.spaces.Box) else None
 
     def act(obs):
         batch = {"observation.state": torch.as_tensor(obs, dtype=torch.float32)[None]}
@@ -71,7 +76,12 @@ def _trained(path: Path, target_return: float | None):
             batch["reward"] = torch.tensor([state["reward"]])
         state["first"] = False
         out = policy.select_action(batch)[0]
-        return int(out) if out.dim() == 0 else out.detach().numpy()
+        if out.dim() == 0:
+            return int(out)
+        action = out.detach().cpu().numpy()
+        if box is not None:  # ClipAction: a trained policy may overshoot the bounds
+            action = np.clip(action, box.low, box.high).astype(box.dtype)
+        return action
 
     return act, state
 
@@ -116,7 +126,8 @@ def _plot(env_name: str, env: Any, trail: np.ndarray, rewards: list[float], out:
 
 def rollout(
     env_name: str = typer.Argument(..., help=f"one of {', '.join(ENV_NAMES)}"),
-    policy: str = typer.Option("scripted", help="'scripted' or a .safetensors checkpoint path"),
+    policy: str = typer.Option("scripted", help="'scripted', a policy folder (save_pretrained) "
+                               "or a .safetensors policy file"),
     seed: int = typer.Option(0, help="environment seed"),
     out: str = typer.Option("rollout.png", help="trajectory plot (PNG)"),
     target_return: float | None = typer.Option(None, help="Decision Transformer target return"),
@@ -146,13 +157,13 @@ def rollout(
         act = _scripted(env_name, env, seed)
     else:
         path = Path(policy)
-        if not path.is_file():
+        if not (path.is_file() or path.is_dir()):
             raise typer.BadParameter(f"expected 'scripted' or an existing checkpoint, got "
                                      f"{policy!r}", param_hint="--policy")
         from safetensors import SafetensorError
 
         try:
-            act, dt_state = _trained(path, target_return)
+            act, dt_state = _trained(path, target_return, env.action_space)
         except (ValueError, KeyError, OSError, SafetensorError) as exc:  # not a policy file
             raise typer.BadParameter(f"cannot load checkpoint {policy!r}: {exc}",
                                      param_hint="--policy") from exc

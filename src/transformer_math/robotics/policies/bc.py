@@ -13,7 +13,12 @@ from typing import Any, ClassVar
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from transformer_math.robotics.policies.base import ChunkPolicy, register_policy
+from transformer_math.robotics.policies.base import (
+    ChunkPolicy,
+    logged,
+    masked_mean,
+    register_policy,
+)
 
 BC_LOSSES = ("l1", "mse")
 
@@ -66,6 +71,14 @@ class BCPolicy(ChunkPolicy):
         return self._unnormalize(self._predict_normalized(self._state(batch)))
 
     def forward(self, batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
-        pred, target = self._predict_normalized(self._state(batch)), self._target(batch)
-        loss = F.l1_loss(pred, target) if self.config.loss == "l1" else F.mse_loss(pred, target)
-        return loss, {self.config.loss: float(loss.detach())}
+        """L1 / MSE over the action entries; steps marked by ``action_is_pad`` are left out
+        (the loss is then the mean over the valid steps only)."""
+        pred = self._predict_normalized(self._state(batch))
+        target, pad = self._target(batch)
+        if pad is None:
+            loss = (F.l1_loss(pred, target) if self.config.loss == "l1"
+                    else F.mse_loss(pred, target))
+        else:
+            diff = pred - target
+            loss = masked_mean(diff.abs() if self.config.loss == "l1" else diff.pow(2), pad)
+        return loss, {self.config.loss: logged(loss)}

@@ -27,7 +27,14 @@ from torch import Tensor, nn
 from transformer_math.bugs import declare_bug, planted
 from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.transformer import Transformer
-from transformer_math.robotics.policies.base import STATE_KEY, register_policy, state_batch
+from transformer_math.robotics.policies.base import (
+    ACTION_IS_PAD_KEY,
+    STATE_KEY,
+    PretrainedMixin,
+    check_no_images,
+    register_policy,
+    state_batch,
+)
 
 RTG_NOT_DECREMENTED = declare_bug(
     "robotics.rtg-not-decremented",
@@ -90,8 +97,13 @@ def token_layout(num_steps: int) -> list[tuple[str, int]]:
 
 
 @register_policy("decision_transformer")
-class DecisionTransformer(nn.Module):
+class DecisionTransformer(PretrainedMixin, nn.Module):
+    """Decision Transformer (module docstring). Rollouts: ``reset(target_return)`` (required: no
+    default target), then ``select_action`` once per step; ``predict_action_chunk`` answers the
+    same question without advancing the episode."""
+
     config_class: ClassVar[type] = DTConfig
+    normalization_mapping: ClassVar[dict[str, str]] = {"STATE": "IDENTITY", "ACTION": "IDENTITY"}
 
     def __init__(self, config: DTConfig) -> None:
         super().__init__()
@@ -108,19 +120,28 @@ class DecisionTransformer(nn.Module):
         self.drop = nn.Dropout(config.dropout)
         self.trunk = Transformer(dt_trunk(config))
         self.action_head = nn.Linear(d, config.action_dim)
-        self.reset()
+        self._target: Tensor | None = None  # set by reset(target_return)
+        self._hist: dict[str, list[Tensor]] = {"s": [], "a": [], "r": []}
 
     @staticmethod
     def config_from_dict(d: dict[str, Any]) -> DTConfig:
         return DTConfig(**d)
 
+    @classmethod
+    def features(cls, config: DTConfig) -> tuple[dict[str, Any], dict[str, Any]]:
+        """State (S,) in; a continuous action (A,) or a discrete one (an index among A) out."""
+        action = ({"type": "ACTION", "shape": [config.action_dim]}
+                  if config.action_type == "continuous"
+                  else {"type": "ACTION", "shape": [], "num_actions": config.action_dim})
+        return ({STATE_KEY: {"type": "STATE", "shape": [config.state_dim]}}, {"action": action})
+
     # -- model ---------------------------------------------------------------------------------
     def _check(self, states: Tensor, actions: Tensor, returns_to_go: Tensor,
                timesteps: Tensor) -> None:
-        b, n = states.shape[:2]
         if states.dim() != 3 or states.shape[2] != self.config.state_dim:
             raise ValueError(f"states must be (batch, steps, {self.config.state_dim}), "
                              f"got {tuple(states.shape)}")
+        b, n = states.shape[:2]
         if n > self.config.context_len:
             raise ValueError(f"steps must be <= context_len={self.config.context_len}, got {n}")
         want_a = (b, n) if self.config.action_type == "discrete" else (b, n, self.config.action_dim)
@@ -129,6 +150,8 @@ class DecisionTransformer(nn.Module):
         if tuple(returns_to_go.shape) != (b, n) or tuple(timesteps.shape) != (b, n):
             raise ValueError(f"returns_to_go and timesteps must have shape {(b, n)}, got "
                              f"{tuple(returns_to_go.shape)} and {tuple(timesteps.shape)}")
+        if timesteps.device.type == "meta":
+            return
         if int(timesteps.max()) >= self.config.max_ep_len or int(timesteps.min()) < 0:
             raise ValueError(f"timesteps must be in [0, {self.config.max_ep_len}), got range "
                              f"[{int(timesteps.min())}, {int(timesteps.max())}]")
@@ -161,10 +184,22 @@ class DecisionTransformer(nn.Module):
 
     def forward(self, batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
         """Batch keys: observation.state (B, K, S), action, return_to_go (B, K) (unscaled),
-        timestep (B, K) long, mask (B, K) bool (True = real step; padding only at the end)."""
+        timestep (B, K) long, and either mask (B, K) bool (True = real step) or LeRobot's
+        action_is_pad (B, K) bool (True = padding); padding only at the end."""
+        check_no_images(batch, self.kind)
         out = self.action_outputs(batch[STATE_KEY], batch["action"], batch["return_to_go"],
                                   batch["timestep"])
-        mask = batch.get("mask", torch.ones(out.shape[:2], dtype=torch.bool))
+        if "mask" in batch and ACTION_IS_PAD_KEY in batch:
+            raise ValueError(f"batch must hold 'mask' or {ACTION_IS_PAD_KEY!r}, not both")
+        if ACTION_IS_PAD_KEY in batch:
+            pad = torch.as_tensor(batch[ACTION_IS_PAD_KEY], device=out.device)
+            if pad.dtype != torch.bool or pad.shape != out.shape[:2]:
+                raise ValueError(f"{ACTION_IS_PAD_KEY} must be a bool tensor of shape "
+                                 f"{tuple(out.shape[:2])}, got {pad.dtype} {tuple(pad.shape)}")
+            mask = ~pad
+        else:
+            mask = batch.get("mask", torch.ones(out.shape[:2], dtype=torch.bool,
+                                                device=out.device))
         if self.config.action_type == "continuous":
             per = (out - batch["action"]).pow(2).mean(-1)
         else:
@@ -173,22 +208,28 @@ class DecisionTransformer(nn.Module):
         return loss, {"loss": float(loss.detach())}
 
     # -- rollout interface ---------------------------------------------------------------------
-    def reset(self, target_return: float | Tensor = 0.0) -> None:
-        """Start an episode with return-to-go ``target_return`` (finite; scalar or (B,))."""
+    def reset(self, target_return: float | Tensor | None = None) -> None:
+        """Start an episode with return-to-go ``target_return`` (required; finite; a scalar or
+        a (B,) tensor): there is no default target (``ValueError`` when it is missing)."""
+        if target_return is None:
+            raise ValueError("DecisionTransformer.reset needs target_return (the return the "
+                             "episode is conditioned on, e.g. reset(target_return=4.0)); there "
+                             "is no default")
         target = torch.as_tensor(target_return, dtype=torch.float32, device="cpu")
         if target.dim() > 1 or not bool(torch.isfinite(target).all()):
             raise ValueError(f"target_return must be a finite scalar or (batch,) tensor, got "
                              f"{target_return!r}")
         self._target = target
-        self._hist: dict[str, list[Tensor]] = {"s": [], "a": [], "r": []}
+        self._hist = {"s": [], "a": [], "r": []}
 
-    @torch.no_grad()
-    def select_action(self, batch: dict[str, Tensor]) -> Tensor:
-        """One control step. ``batch``: observation.state (B, S) and, after the first step,
-        ``reward`` (B,) (or a scalar for all) of the previous step (RTG_{t+1} = RTG_t - r_t).
-        Returns (B, A) or (B,). B is fixed from the first step until ``reset()`` (another B
-        raises ``RuntimeError``) and must match a (B,) target; inputs must be finite."""
-        s = state_batch(batch, self.config.state_dim)
+    def _next_step(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+        """(action of this step, its state, its return-to-go) from the history and ``batch``;
+        the history is not changed."""
+        if self._target is None:
+            raise RuntimeError("call reset(target_return) before the first step: a Decision "
+                               "Transformer rollout is conditioned on a target return")
+        like = self.embed_state.weight
+        s = state_batch(batch, self.config.state_dim, like, self.kind)
         b = s.shape[0]
         if self._hist["s"] and self._hist["s"][0].shape[0] != b:
             raise RuntimeError(f"this episode runs a batch of {self._hist['s'][0].shape[0]}, "
@@ -199,46 +240,54 @@ class DecisionTransformer(nn.Module):
         if self._hist["r"]:
             if "reward" not in batch:
                 raise ValueError("batch must contain 'reward' of the previous step after step 0")
-            reward = torch.as_tensor(batch["reward"], dtype=torch.float32)
+            reward = torch.as_tensor(batch["reward"], dtype=like.dtype, device=like.device)
             if reward.dim() > 1 or (reward.dim() == 1 and reward.shape[0] != b):
                 raise ValueError(f"reward must be a scalar or of shape ({b},), got "
                                  f"{tuple(reward.shape)}")
-            if not bool(torch.isfinite(reward).all()):
+            if reward.device.type != "meta" and not bool(torch.isfinite(reward).all()):
                 raise ValueError(f"reward must be finite, got {reward.tolist()}")
             if planted(RTG_NOT_DECREMENTED):  # planted bug (zoo; reachability's falsifier)
                 reward = torch.zeros_like(reward)
             rtg = self._hist["r"][-1] - reward
         else:
-            rtg = self._target.expand(b).clone()
-        self._hist["s"].append(s)
-        self._hist["r"].append(rtg)
+            rtg = self._target.to(like).expand(b).clone()
         if self.config.action_type == "continuous":
-            self._hist["a"].append(torch.zeros(b, self.config.action_dim))
+            placeholder = s.new_zeros(b, self.config.action_dim)
         else:
-            self._hist["a"].append(torch.zeros(b, dtype=torch.long))
-        t = len(self._hist["s"])
+            placeholder = torch.zeros(b, dtype=torch.long, device=s.device)
+        t = len(self._hist["s"]) + 1
         lo = max(0, t - self.config.context_len)
-        states = torch.stack(self._hist["s"][lo:], 1)
-        actions = torch.stack(self._hist["a"][lo:], 1)
-        rtgs = torch.stack(self._hist["r"][lo:], 1)
-        steps = torch.arange(lo, t).clamp_max(self.config.max_ep_len - 1).expand(b, -1)
+        states = torch.stack((self._hist["s"] + [s])[lo:], 1)
+        actions = torch.stack((self._hist["a"] + [placeholder])[lo:], 1)
+        rtgs = torch.stack((self._hist["r"] + [rtg])[lo:], 1)
+        steps = torch.arange(lo, t, device=s.device).clamp_max(
+            self.config.max_ep_len - 1).expand(b, -1)
         out = self.action_outputs(states, actions, rtgs, steps)[:, -1]
         action = out if self.config.action_type == "continuous" else out.argmax(-1)
-        self._hist["a"][-1] = action
+        return action, s, rtg
+
+    @torch.no_grad()
+    def select_action(self, batch: dict[str, Tensor]) -> Tensor:
+        """One control step. ``batch``: observation.state (B, S) and, after the first step,
+        ``reward`` (B,) (or a scalar for all) of the previous step (RTG_{t+1} = RTG_t - r_t).
+        Returns (B, A) or (B,). B is fixed from the first step until ``reset()`` (another B
+        raises ``RuntimeError``) and must match a (B,) target; inputs must be finite; without a
+        ``reset(target_return)`` first, ``RuntimeError``."""
+        action, s, rtg = self._next_step(batch)
+        self._hist["s"].append(s)
+        self._hist["r"].append(rtg)
+        self._hist["a"].append(action)
         return action
 
     @property
     def conditioning_returns(self) -> Tensor:
         """The returns-to-go the rollout has conditioned on so far, (B, steps) (R_1, R_2, ...)."""
         if not self._hist["r"]:
-            return torch.zeros(0, 0)
+            return self.embed_state.weight.new_zeros(0, 0)
         return torch.stack(self._hist["r"], 1)
 
+    @torch.no_grad()
     def predict_action_chunk(self, batch: dict[str, Tensor]) -> Tensor:
-        """DT predicts one action per step: a chunk of size 1 (B, 1, ...)."""
-        return self.select_action(batch)[:, None]
-
-    def save(self, path: str) -> None:
-        from transformer_math.robotics.policies.base import save_policy
-
-        save_policy(self, path)
+        """DT predicts one action per step: a chunk of size 1 (B, 1, ...), the action
+        ``select_action`` would return for ``batch``, without advancing the episode."""
+        return self._next_step(batch)[0][:, None]

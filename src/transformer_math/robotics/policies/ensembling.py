@@ -159,7 +159,7 @@ class TemporalEnsembler:
         t = self._step
         self._chunks = [(s, c) for s, c in self._chunks if t - s < c.shape[1]]
         preds = torch.stack([c[:, t - s] for s, c in self._chunks], dim=0)  # (n, B, A)
-        w = temporal_ensemble_weights(preds.shape[0], self.decay, self.order).to(preds.dtype)
+        w = temporal_ensemble_weights(preds.shape[0], self.decay, self.order).to(preds)
         self._step += 1
         return torch.einsum("n,nba->ba", w, preds)
 

@@ -18,6 +18,14 @@ this order and before any tensor is read or any model is allocated:
 Only then does :func:`~transformer_math.robotics.policies.base.load_policy` build the policy for
 real and load the tensors (whose sizes now match bytes present in the file). Every refusal is a
 ``ValueError`` that names the file and what was wrong.
+
+A policy folder (LeRobot layout) is read by :func:`read_policy_folder` just as strictly:
+``config.json`` and ``model.safetensors`` are resolved inside the folder (no symbolic link leaving
+it, regular files only, ``config.json`` at most :data:`MAX_CONFIG_BYTES`); ``config.json`` is a
+JSON object whose ``type`` is a known kind, whose config fields pass check 2, whose
+``input_features`` / ``output_features`` / ``normalization_mapping`` equal what that config
+implies, and whose executor keys are typed and in range; then check 3 against the weights'
+header.
 """
 
 from __future__ import annotations
@@ -33,7 +41,16 @@ import torch
 from safetensors import safe_open
 from torch import nn
 
+from transformer_math.checkpoints.files import inside, regular_file
 from transformer_math.nn.init import no_init_draws
+from transformer_math.robotics.policies.ensembling import ENSEMBLE_ORDERS
+
+CONFIG_NAME = "config.json"
+WEIGHTS_NAME = "model.safetensors"
+MAX_CONFIG_BYTES = 2**20
+"""Largest ``config.json`` read (a policy's config is a few hundred bytes)."""
+FEATURE_KEYS = ("input_features", "output_features", "normalization_mapping")
+EXECUTOR_KEYS = ("n_action_steps", "temporal_ensemble_coeff", "temporal_ensemble_order")
 
 MAX_POLICY_SIZE = 2**20
 """Largest integer accepted in a policy file's config (widths, dims, lengths): far above the
@@ -89,6 +106,11 @@ def config_from_metadata(policy_cls: type, text: object, where: str) -> Any:
     if not isinstance(raw, dict):
         raise ValueError(f"{where}: metadata 'config' must be a JSON object, got "
                          f"{type(raw).__name__}")
+    return config_from_dict(policy_cls, raw, where)
+
+
+def config_from_dict(policy_cls: type, raw: dict[str, Any], where: str) -> Any:
+    """The config dataclass of ``policy_cls`` from the parsed JSON object ``raw`` (check 2)."""
     config_cls = policy_cls.config_class
     fields = {f.name: f for f in dataclasses.fields(config_cls)}
     unknown = sorted(set(raw) - set(fields))
@@ -107,9 +129,8 @@ def config_from_metadata(policy_cls: type, text: object, where: str) -> Any:
         raise ValueError(f"{where}: invalid config: {exc}") from None
 
 
-def read_policy_file(path: Path, kinds: typing.Mapping[str, type]) -> tuple[type, Any]:
-    """(policy class, config) of the file at ``path`` after checks 1-3 of the module docstring."""
-    where = f"policy file {str(path)!r}"
+def read_header(path: Path, where: str) -> tuple[dict[str, str], dict[str, Any]]:
+    """(metadata, name -> (dtype, shape)) of a safetensors file (check 1), nothing allocated."""
     try:
         with safe_open(str(path), framework="pt") as f:
             meta = f.metadata() or {}
@@ -117,11 +138,107 @@ def read_policy_file(path: Path, kinds: typing.Mapping[str, type]) -> tuple[type
                       for k in f.keys()}  # noqa: SIM118 (safe_open has no __iter__)
     except Exception as exc:  # safetensors raises its own SafetensorError (and OSError)
         raise ValueError(f"{where} is not a readable safetensors file: {exc}") from None
+    return meta, header
+
+
+def read_policy_file(path: Path, kinds: typing.Mapping[str, type]) -> tuple[type, Any]:
+    """(policy class, config) of the file at ``path`` after checks 1-3 of the module docstring."""
+    where = f"policy file {str(path)!r}"
+    meta, header = read_header(path, where)
     kind = meta.get("kind")
     if not isinstance(kind, str) or kind not in kinds:
         raise ValueError(f"{where}: metadata 'kind' must be one of {sorted(kinds)}, got {kind!r}")
     policy_cls = kinds[kind]
     config = config_from_metadata(policy_cls, meta.get("config"), where)
+    check_against_header(policy_cls, config, header, where)
+    return policy_cls, config
+
+
+def _folder_file(folder: Path, name: str) -> Path:
+    try:
+        return regular_file(inside(folder, name, "policy file"), "policy file")
+    except FileNotFoundError as exc:
+        raise ValueError(f"policy folder {str(folder)!r}: {exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"policy folder {str(folder)!r}: {exc}") from None
+
+
+def _executor_settings(raw: dict[str, Any], config: Any, where: str) -> dict[str, Any]:
+    """The executor keys of ``config.json``, typed and in range for the config's chunk size."""
+    missing = [k for k in EXECUTOR_KEYS if k not in raw]
+    if missing:
+        raise ValueError(f"{where}: config lacks the executor key(s) {missing}")
+    steps, coeff, order = (raw[k] for k in EXECUTOR_KEYS)
+    chunk = config.chunk_size
+    if type(steps) is not int or not 1 <= steps <= chunk:
+        raise ValueError(f"{where}: 'n_action_steps' must be a JSON integer in [1, {chunk}] "
+                         f"(the chunk size), got {steps!r}")
+    if coeff is None:
+        if order is not None:
+            raise ValueError(f"{where}: 'temporal_ensemble_order' must be null without "
+                             f"'temporal_ensemble_coeff', got {order!r}")
+    else:
+        if type(coeff) not in (int, float) or not math.isfinite(coeff) or coeff < 0:
+            raise ValueError(f"{where}: 'temporal_ensemble_coeff' must be null or a finite JSON "
+                             f"number >= 0, got {coeff!r}")
+        if steps != 1:
+            raise ValueError(f"{where}: 'n_action_steps' must be 1 with a temporal ensemble, "
+                             f"got {steps}")
+        if order not in ENSEMBLE_ORDERS:
+            raise ValueError(f"{where}: 'temporal_ensemble_order' must be one of "
+                             f"{list(ENSEMBLE_ORDERS)}, got {order!r}")
+        coeff = float(coeff)
+    return {"n_action_steps": steps, "temporal_ensemble_coeff": coeff,
+            "temporal_ensemble_order": order}
+
+
+def read_policy_folder(folder: Path, kinds: typing.Mapping[str, type]
+                       ) -> tuple[type, Any, dict[str, Any], Path]:
+    """(policy class, config, executor settings, weights path) of a LeRobot-style folder after
+    the checks of the module docstring; nothing is allocated before they pass."""
+    config_path = _folder_file(folder, CONFIG_NAME)
+    weights = _folder_file(folder, WEIGHTS_NAME)
+    where = f"policy file {str(config_path)!r}"
+    size = config_path.stat().st_size
+    if size > MAX_CONFIG_BYTES:
+        raise ValueError(f"{where} holds {size} bytes, more than the {MAX_CONFIG_BYTES} a policy "
+                         "config may have")
+    try:
+        raw = json.loads(config_path.read_bytes().decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise ValueError(f"{where} is not valid JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where} must hold a JSON object, got {type(raw).__name__}")
+    kind = raw.pop("type", None)
+    if not isinstance(kind, str) or kind not in kinds:
+        raise ValueError(f"{where}: 'type' must be one of {sorted(kinds)}, got {kind!r}")
+    policy_cls = kinds[kind]
+    given = {k: raw.pop(k, None) for k in FEATURE_KEYS}
+    executor_raw = {k: raw.pop(k) for k in EXECUTOR_KEYS if k in raw}
+    config = config_from_dict(policy_cls, raw, where)
+    inputs, outputs = policy_cls.features(config)
+    expected = {"input_features": inputs, "output_features": outputs,
+                "normalization_mapping": policy_cls.normalization(config)}
+    for key in FEATURE_KEYS:
+        if given[key] != expected[key]:
+            raise ValueError(f"{where}: {key!r} must be {json.dumps(expected[key])} for this "
+                             f"config, got {json.dumps(given[key])}"[:600])
+    if getattr(policy_cls, "has_executor", False):
+        settings = _executor_settings(executor_raw, config, where)
+    else:
+        if executor_raw:
+            raise ValueError(f"{where}: a {kind!r} policy has no executor, got "
+                             f"{sorted(executor_raw)}")
+        settings = {}
+    _, header = read_header(weights, f"policy file {str(weights)!r}")
+    check_against_header(policy_cls, config, header, f"policy file {str(weights)!r}")
+    return policy_cls, config, settings, weights
+
+
+def check_against_header(policy_cls: type, config: Any,
+                         header: dict[str, tuple[str, tuple[int, ...]]], where: str) -> None:
+    """Check 3: a meta-device build of ``policy_cls(config)`` has exactly the header's tensors."""
+    kind = policy_cls.kind
     try:
         with torch.device("meta"), no_init_draws():
             skeleton = policy_cls(config)
@@ -129,7 +246,6 @@ def read_policy_file(path: Path, kinds: typing.Mapping[str, type]) -> tuple[type
         raise ValueError(f"{where}: cannot build a {kind!r} policy from its config "
                          f"({type(exc).__name__}: {exc})") from None
     check_tensors_match(skeleton, header, where, config)
-    return policy_cls, config
 
 
 def check_tensors_match(model: nn.Module, header: dict[str, tuple[str, tuple[int, ...]]],
