@@ -27,8 +27,11 @@ def test_quadratic_cost_rests_on_counted_work_and_catches_the_ignored_backend(at
     assert res.evidence.verdict is Verdict.VERIFIED
     details = res.evidence.details
     assert details["degrees"] == {"full": 2, "linear": 1}
-    assert details["count_exponents"]["full"] == pytest.approx(2.0, abs=0.01)
-    assert details["count_exponents"]["linear"] == pytest.approx(1.0, abs=1e-9)
+    # 70 n^2 + 138 n + 3 from n = 32 (tiny): the slope is the work-weighted mean degree
+    assert details["work_polynomial"]["full"] == ["3", "138", "70", "0"]
+    assert details["count_exponents"]["full"] == pytest.approx(2.0, abs=0.03)
+    assert details["work_polynomial"]["linear"] == ["3", "2407", "0", "0"]  # 3: NaN contract
+    assert details["count_exponents"]["linear"] == pytest.approx(1.0, abs=1e-4)
     assert details["output_error"] < 1e-10
     assert set(details["timing"]["exponents"]) == {
         "full (thread)", "full (wall)", "linear (thread)", "linear (wall)"}

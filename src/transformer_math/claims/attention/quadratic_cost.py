@@ -257,8 +257,9 @@ def check_quadratic_cost(ctx: Context) -> Evidence:
     Tolerances (derived). Degrees are integers: within 0.5. The log-log slope of a polynomial
     with nonnegative coefficients is the work-weighted mean of its degrees, so a slope within
     0.1 of the degree p means that at most 0.1 / (p - k) of the work sits in terms of degree
-    k < p: the grids start where lower-order work is below 1 % (full: about 6 n of 74 n^2 + 6 n;
-    linear: exactly proportional to n), and a tolerance of a tenth of the gap between the two
+    k < p: the grids start where lower-order work is below 1 % (full: 138 n + 3 of
+    70 n^2 + 138 n + 3, the linear part being the NaN contract's max/min of q and k;
+    linear: 2407 n + 3), and a tolerance of a tenth of the gap between the two
     orders compared still separates them. The count does not depend on the seed, the load, the
     clock or the thread count: the verdict cannot be broken by another process.
 
