@@ -57,6 +57,32 @@ def gpt2(path: Path, *, seed: int = 0, **overrides: Any) -> Any:
     return model
 
 
+_DECODER = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                rms_norm_eps=1e-5, bos_token_id=1, eos_token_id=2)
+
+
+def family(name: str, path: Path, *, seed: int = 0, **overrides: Any) -> Any:
+    """Save a tiny random ``<Family>ForCausalLM`` (qwen2, mistral, gemma, phi3) under ``path``
+    and return it (eval mode, eager attention)."""
+    classes = {"qwen2": ("Qwen2Config", "Qwen2ForCausalLM"),
+               "mistral": ("MistralConfig", "MistralForCausalLM"),
+               "gemma": ("GemmaConfig", "GemmaForCausalLM"),
+               "phi3": ("Phi3Config", "Phi3ForCausalLM")}
+    config_cls, model_cls = (getattr(transformers, n) for n in classes[name])
+    kw: dict[str, Any] = dict(_DECODER)
+    if name == "gemma":
+        kw.update(head_dim=16, hidden_act="gelu_pytorch_tanh")
+    if name == "phi3":
+        kw.update(pad_token_id=0)
+    kw.update(overrides)
+    torch.manual_seed(seed)
+    model = getattr(transformers, model_cls.__name__)(config_cls(**kw)).eval()
+    randomise(model, seed)
+    model.save_pretrained(path)
+    return model
+
+
 def tokens(batch: int, length: int, seed: int = 1) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     return torch.randint(3, VOCAB, (batch, length), generator=g)
@@ -68,4 +94,5 @@ def ref() -> Any:
     ``--import-mode=importlib``)."""
     from types import SimpleNamespace
 
-    return SimpleNamespace(llama=llama, gpt2=gpt2, tokens=tokens, randomise=randomise)
+    return SimpleNamespace(llama=llama, gpt2=gpt2, family=family, tokens=tokens,
+                           randomise=randomise, transformers=transformers)

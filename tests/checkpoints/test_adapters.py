@@ -43,8 +43,9 @@ def _family(name: str) -> str:
 
 
 def test_registry_metadata():
-    assert ADAPTERS.names() == ("llama", "gpt2", "meta")
-    assert ADAPTERS.where(layout="hf") == ("llama", "gpt2")
+    hf = ("llama", "gpt2", "qwen2", "mistral", "gemma", "phi3")
+    assert ADAPTERS.names() == (*hf, "meta")
+    assert ADAPTERS.where(layout="hf") == hf
     assert ADAPTERS.metadata("llama")["architecture"] == "LlamaForCausalLM"
     assert ADAPTERS.metadata("gpt2")["model_type"] == "gpt2"
     with pytest.raises(ValueError, match="checkpoint family"):

@@ -41,9 +41,10 @@ def test_sampling_top_k_and_temperature(llama_dir, ref):
     # top_k = 1 leaves only the arg-max, whatever the temperature
     assert torch.equal(ours.generate(prompt, 6, temperature=2.0, top_k=1,
                                      generator=torch.Generator().manual_seed(0)), greedy)
-    a = ours.generate(prompt, 6, temperature=1.0, top_k=5,
+    # eos_token_id=None: no row stops (a loaded model stops at its eos by default)
+    a = ours.generate(prompt, 6, temperature=1.0, top_k=5, eos_token_id=None,
                       generator=torch.Generator().manual_seed(3))
-    b = ours.generate(prompt, 6, temperature=1.0, top_k=5,
+    b = ours.generate(prompt, 6, temperature=1.0, top_k=5, eos_token_id=None,
                       generator=torch.Generator().manual_seed(3))
     assert torch.equal(a, b)  # explicit generator: reproducible
     # each sampled token is among the 5 most likely under the (uncached) model
@@ -62,7 +63,7 @@ def test_sampling_top_p(llama_dir, ref):
                                      generator=torch.Generator().manual_seed(0)),
                        ours.generate(prompt, 6))
     top_p, n0 = 0.6, prompt.shape[1]
-    got = ours.generate(prompt, 8, temperature=1.0, top_p=top_p,
+    got = ours.generate(prompt, 8, temperature=1.0, top_p=top_p, eos_token_id=None,
                         generator=torch.Generator().manual_seed(5))
     with torch.no_grad():
         probs = torch.softmax(ours(got[:, :-1])[:, n0 - 1:], dim=-1)  # (B, 8, V)

@@ -2,13 +2,15 @@
 ``nn/generation.py``) against Hugging Face ``transformers`` on the same weights: ratio =
 t_ours / t_HF (below 1: ours is faster).
 
-Both models are the same random Llama (GQA, default RoPE) or GPT-2, built in the factory and
-loaded with ``checkpoints.io.from_pretrained`` from a temporary ``save_pretrained`` directory,
-float32, CPU, in inference mode. Sizes are "small" so that one call takes milliseconds:
+Both models are the same random Llama (GQA, default RoPE), GPT-2, Qwen2 (q/k/v biases),
+Mistral (sliding window 64, so the forward over 128 tokens is windowed), Gemma (4 heads of
+head_dim 64 on width 256, MQA) or Phi-3 (fused projections), built in the factory and loaded
+with ``checkpoints.io.from_pretrained`` from a temporary ``save_pretrained`` directory, float32,
+CPU, in inference mode. Sizes are "small" so that one call takes milliseconds:
 
-- ``checkpoints.llama-forward`` / ``checkpoints.gpt2-forward``: one forward pass over
-  (B, T) = (2, 128) tokens (full logits);
-- ``checkpoints.llama-decode`` / ``checkpoints.gpt2-decode``: greedy generation of 32 new tokens
+- ``checkpoints.<family>-forward`` (llama, gpt2, qwen2, mistral, gemma, phi3): one forward
+  pass over (B, T) = (2, 128) tokens (full logits);
+- ``checkpoints.<family>-decode``: greedy generation of 32 new tokens
   after an 8-token prompt with the KV cache (HF ``generate(do_sample=False)`` with the same
   number of tokens forced via ``min_new_tokens``); per-token latency is the time / 32.
 
@@ -32,6 +34,15 @@ PROMPT_LEN, NEW_TOKENS = 8, 32
 VOCAB = 1024
 
 
+_DECODERS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
+    "mistral": ("MistralConfig", "MistralForCausalLM", {"sliding_window": 64}),
+    "gemma": ("GemmaConfig", "GemmaForCausalLM", {"head_dim": 64, "num_attention_heads": 4,
+                                                   "num_key_value_heads": 1}),
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", {}),
+}
+
+
 def _reference(family: str) -> Any:
     import transformers
 
@@ -42,6 +53,14 @@ def _reference(family: str) -> Any:
                 num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=512,
                 bos_token_id=None, eos_token_id=None, pad_token_id=None)
             return transformers.LlamaForCausalLM(cfg).eval()
+        if family in _DECODERS:
+            config_cls, model_cls, extra = _DECODERS[family]
+            kw = dict(vocab_size=VOCAB, hidden_size=256, intermediate_size=688,
+                      num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=4,
+                      max_position_embeddings=512, bos_token_id=None, eos_token_id=None,
+                      pad_token_id=None)
+            cfg = getattr(transformers, config_cls)(**{**kw, **extra})
+            return getattr(transformers, model_cls)(cfg).eval()
         cfg = transformers.GPT2Config(vocab_size=VOCAB, n_embd=256, n_layer=4, n_head=8,
                                       n_positions=512, bos_token_id=None, eos_token_id=None)
         return transformers.GPT2LMHeadModel(cfg).eval()
@@ -116,3 +135,12 @@ def llama_decode() -> Benchmark:
 @benchmark("checkpoints.gpt2-decode")
 def gpt2_decode() -> Benchmark:
     return _decode("gpt2")
+
+
+def _register(family: str) -> None:
+    benchmark(f"checkpoints.{family}-forward")(lambda: _forward(family))
+    benchmark(f"checkpoints.{family}-decode")(lambda: _decode(family))
+
+
+for _family in _DECODERS:
+    _register(_family)

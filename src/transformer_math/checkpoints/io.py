@@ -45,6 +45,7 @@ import torch
 from torch import Tensor
 
 from transformer_math.checkpoints.adapters import ADAPTERS, Adapter, Rule
+from transformer_math.checkpoints.adapters.keys import token_ids
 from transformer_math.checkpoints.files import (
     check_name,
     inside,
@@ -104,6 +105,7 @@ def _architecture(c: TransformerConfig) -> TransformerConfig:
     return dataclasses.replace(
         c, num_kv_heads=c.kv_heads, head_dim=c.dim_per_head, intermediate_size=c.ffn_size,
         norm_eps=c.eps, final_norm=c.has_final_norm, output_size=c.head_size,
+        attention_out_bias=c.out_bias,
         rope_scaling=dict(c.rope_scaling) if c.rope_scaling else None, **_NOT_ARCHITECTURE)
 
 
@@ -294,7 +296,13 @@ def _report_mismatch(missing: list[str], unexpected: list[str]) -> None:
 
 
 def skeleton(config: TransformerConfig) -> Transformer:
-    """The model on the ``meta`` device: every name and shape, no memory, no RNG draw."""
+    """The model on the ``meta`` device: every name and shape, no memory, no RNG draw.
+
+    RoPE scaling changes no shape, and some scalings check their factors with a host read
+    (impossible on ``meta``): the skeleton is built without it (``check_rope`` validated it
+    on the CPU)."""
+    if config.rope_scaling:
+        config = dataclasses.replace(config, rope_scaling=None)
     with torch.device("meta"), no_init_draws():
         return Transformer(config)
 
@@ -328,6 +336,12 @@ def expected_shapes(config: TransformerConfig, rules: list[Rule]) -> dict[str, t
     ONE-layer meta-device model (every layer of a preset has the same shapes), so the cost does
     not grow with the layer count and nothing is allocated."""
     one = skeleton(dataclasses.replace(config, num_layers=1)).state_dict()
+    filled = {_OUR_LAYER.sub("layers.0.", o) for r in rules for o in r.ours}
+    tied = {"lm_head.weight"} if config.tie_embeddings else set()
+    unfilled = sorted(set(one) - filled - tied)
+    if unfilled:  # a model tensor no checkpoint tensor fills would keep uninitialised memory
+        raise ValueError(f"the {config.position!r}/{config.feedforward!r} model has tensors the "
+                         f"family's name table does not fill: {unfilled[:6]}")
 
     def own(name: str) -> Tensor:
         return one[_OUR_LAYER.sub("layers.0.", name)]
@@ -406,8 +420,47 @@ def from_pretrained(path: str | Path, *, dtype: torch.dtype = torch.float32) -> 
     """
     source = str(Path(path) / "config.json")
     config, info = config_from_hf(read_config(path), source)  # before any tensor file
+    info = read_generation_config(path, info)
     stored = stored_tensors(path)
     return _load(ADAPTERS.get(info.family), config, info, stored, source, dtype)
+
+
+GENERATION_CONFIG = "generation_config.json"
+_TOKEN_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id")
+
+
+def read_generation_config(path: str | Path, info: CheckpointInfo) -> CheckpointInfo:
+    """``info`` with the token ids of ``generation_config.json`` (if the directory has one: a
+    regular file inside it, a JSON object, ids type-checked) in place of ``config.json``'s;
+    transformers' ``generate`` reads them from there (e.g. Llama 3 Instruct lists more eos
+    ids there than in ``config.json``)."""
+    file = optional_file(_root(path), GENERATION_CONFIG, "generation config")
+    if file is None:
+        return info
+    data = read_json(file, "generation config")
+    where = str(file)
+    ids = {k: token_ids(data, k, source=where, many=k == "eos_token_id") for k in _TOKEN_KEYS}
+    return dataclasses.replace(info, **{k: v for k, v in ids.items() if v is not None})
+
+
+def generation_config(info: CheckpointInfo) -> dict[str, Any]:
+    """The ``generation_config.json`` dict of ``info`` (its token ids)."""
+    ids = info.to_config()
+    return {k: ids[k] for k in _TOKEN_KEYS if ids[k] is not None}
+
+
+_SHARD = re.compile(r"model-\d{5}-of-\d{5}\.safetensors")
+
+
+def _remove_stale_weights(root: Path) -> None:
+    """Remove the weight files a previous save left (``model.safetensors``, the index and its
+    ``model-XXXXX-of-YYYYY.safetensors`` shards), so that a new save is never shadowed by, or
+    mixed with, an old one (only plain names directly in ``root``; links are unlinked, never
+    followed)."""
+    for entry in root.iterdir():
+        stale = entry.name in ("model.safetensors", INDEX) or _SHARD.fullmatch(entry.name)
+        if stale and (entry.is_symlink() or entry.is_file()):
+            entry.unlink()
 
 
 def parameter_breakdown(path: str | Path) -> tuple[TransformerConfig, CheckpointInfo,
@@ -436,9 +489,11 @@ def export_state_dict(model: Transformer, info: CheckpointInfo | None = None
 
 def save_pretrained(model: Transformer, path: str | Path, *, max_shard_bytes: int | None = None,
                     info: CheckpointInfo | None = None) -> Path:
-    """Write ``config.json`` and ``model.safetensors`` (or shards + index past
-    ``max_shard_bytes``) in the HF layout of ``info.family`` (default ``model.checkpoint_info``,
-    else the family whose preset the config is); returns the directory."""
+    """Write ``config.json``, ``generation_config.json`` (the token ids, when any is set) and
+    ``model.safetensors`` (or shards + index past ``max_shard_bytes``) in the HF layout of
+    ``info.family`` (default ``model.checkpoint_info``, else the family whose preset the config
+    is); weight files of an earlier save in ``path`` (``model.safetensors``, the index, its
+    shards) are removed first. Returns the directory."""
     from safetensors.torch import save_file
 
     if not isinstance(model, Transformer):
@@ -453,7 +508,11 @@ def save_pretrained(model: Transformer, path: str | Path, *, max_shard_bytes: in
     tensors = export_state_dict(model, info)
     root = Path(path)
     root.mkdir(parents=True, exist_ok=True)
+    _remove_stale_weights(root)
     (root / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    gen = generation_config(info)
+    if gen:
+        (root / GENERATION_CONFIG).write_text(json.dumps(gen, indent=2, sort_keys=True) + "\n")
     meta = {"format": "pt"}
     total = sum(t.numel() * t.element_size() for t in tensors.values())
     if max_shard_bytes is None or total <= max_shard_bytes:

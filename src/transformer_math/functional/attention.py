@@ -59,7 +59,11 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from transformer_math.bugs import declare_bug, planted
-from transformer_math.functional.masks import causal_mask, combine_masks
+from transformer_math.functional.masks import (
+    causal_mask,
+    combine_masks,
+    single_query_sees_all_keys,
+)
 from transformer_math.functional.softmax import stable_softmax
 from transformer_math.registry import Registry
 
@@ -295,6 +299,8 @@ def sdpa_backend(
     # bool(): under torch.export / jit.trace ``t == s`` is a SymBool / traced tensor, which SDPA
     # refuses; converting specialises on it (self-attention has t and s the same symbol).
     native_causal = bool(is_causal and mask is None and t == s)
+    if is_causal and mask is None and t == 1 and single_query_sees_all_keys():
+        is_causal = False  # one query at the end of the keys (a decoding step) sees them all
     if is_causal and not native_causal:
         causal = torch.zeros((t, s), dtype=q.dtype, device=q.device).masked_fill(
             ~causal_mask(t, s, device=q.device), float("-inf")

@@ -65,6 +65,30 @@ def causal_mask(
     return cols <= rows
 
 
+def single_query_sees_all_keys() -> bool:
+    """Whether :func:`causal_mask` (1, k_len) allows every key (bottom-right alignment: the one
+    query is the last position), so that a decoding step may skip building it. False while a
+    planted causal-mask bug changes that row (the bug sites are queried, so they are reached)."""
+    top_left = planted(CAUSAL_TOP_LEFT)
+    no_previous = planted(CAUSAL_NO_PREVIOUS)
+    return not (top_left or no_previous)
+
+
+def sliding_window_mask(q_len: int, k_len: int | None = None, window: int = 1, *,
+                        device: torch.device | None = None) -> Tensor:
+    """Boolean (q_len, k_len) causal sliding-window mask (Beltagy et al. 2020; Mistral, Jiang
+    et al. 2023): query at position p (bottom-right aligned, as :func:`causal_mask`) may attend
+    to key j iff ``p - window < j <= p``, the ``window`` most recent positions, itself
+    included (transformers' ``sliding_window_overlay``: ``kv_idx > q_idx - window``)."""
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise ValueError(f"window must be an int >= 1, got {window!r}")
+    causal = causal_mask(q_len, k_len, device=device)
+    k_len = q_len if k_len is None else k_len
+    rows = torch.arange(q_len, device=device).unsqueeze(1) + (k_len - q_len)
+    cols = torch.arange(k_len, device=device).unsqueeze(0)
+    return causal & (cols > rows - window)
+
+
 def _check_mask_shape(name: str, mask: Tensor, target: tuple[int, int, int, int]) -> None:
     """A mask is (q_len, k_len) or 4-D with each leading dim 1 or equal to the target's."""
     b, h, t, s = target

@@ -163,6 +163,16 @@ def rotate_interleaved(x: Tensor) -> Tensor:
     return torch.stack([-pairs[..., 1], pairs[..., 0]], dim=-1).flatten(-2)
 
 
+def _broadcast(a: torch.Size, b: torch.Size) -> torch.Size | tuple[int, ...]:
+    """``torch.broadcast_shapes(a, b)`` with a fast path for ``b`` broadcasting into ``a`` (the
+    usual cos/sin against q/k; ``torch.broadcast_shapes`` is a Python reference costing tens of
+    microseconds, a visible share of a decoding step)."""
+    tail = a[len(a) - len(b):]
+    if len(b) <= len(a) and all(m in (1, n) for m, n in zip(b, tail, strict=True)):
+        return a
+    return torch.broadcast_shapes(a, b)
+
+
 def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor, *, layout: str = "half") -> Tensor:
     """Rotate the first ``cos.shape[-1]`` channels of ``x``: x' = x cos + rot(x) sin.
 
@@ -213,9 +223,7 @@ def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor, *, layout: str = "half") -
         else:
             out = torch.stack([new_a, new_b], dim=-1).flatten(-2)
     else:  # eager inference: write both halves straight into one preallocated output
-        out = torch.empty(
-            torch.broadcast_shapes(r32.shape, cos32.shape), dtype=work, device=x.device
-        )
+        out = torch.empty(_broadcast(r32.shape, cos32.shape), dtype=work, device=x.device)
         torch.mul(a, cos32[..., first], out=out[..., first])
         out[..., first].addcmul_(b, sin32[..., first], value=-1.0)
         torch.mul(b, cos32[..., second], out=out[..., second])

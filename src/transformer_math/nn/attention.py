@@ -129,6 +129,8 @@ class MultiHeadAttention(nn.Module):
         num_heads: number of query heads H; must divide ``embed_dim`` unless ``head_dim`` given.
         num_kv_heads: key/value heads H_kv (default H); must divide H. 1 gives MQA.
         bias: learnable biases on the four projections.
+        out_bias: bias of the output projection alone (default ``bias``; Qwen2 has q/k/v
+            biases and none on the output).
         backend: name of a registered attention backend ("sdpa", "reference", ...).
         dropout: dropout on the attention weights (training only).
         head_dim: per-head width d_k (default embed_dim // num_heads).
@@ -146,6 +148,7 @@ class MultiHeadAttention(nn.Module):
         *,
         num_kv_heads: int | None = None,
         bias: bool = True,
+        out_bias: bool | None = None,
         backend: str = "sdpa",
         dropout: float = 0.0,
         head_dim: int | None = None,
@@ -191,7 +194,8 @@ class MultiHeadAttention(nn.Module):
         self.q_proj = nn.Linear(embed_dim, num_heads * head_dim, bias=bias)
         self.k_proj = nn.Linear(kdim, num_kv_heads * head_dim, bias=bias)
         self.v_proj = nn.Linear(vdim, num_kv_heads * head_dim, bias=bias)
-        self.out_proj = nn.Linear(num_heads * head_dim, embed_dim, bias=bias)
+        self.out_proj = nn.Linear(num_heads * head_dim, embed_dim,
+                                  bias=bias if out_bias is None else out_bias)
         if rotary is not None and rotary.head_dim != head_dim:
             raise ValueError(
                 f"rotary.head_dim ({rotary.head_dim}) must equal the attention head_dim "
@@ -259,8 +263,7 @@ class MultiHeadAttention(nn.Module):
         if self.rotary is not None:
             if not self_attention:
                 raise ValueError("rotary embedding is defined for self-attention (key=None) only")
-            q = self.rotary.rotate(q, position_ids)
-            k = self.rotary.rotate(k, position_ids)
+            q, k = self.rotary.rotate_pair(q, k, position_ids)
         live = hooks_live()  # one check per call; hook points are skipped while nothing listens
         if live:
             q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)

@@ -10,7 +10,7 @@ position           ``nn.position.POSITIONS``: none, learned, sinusoidal, rope, a
                    local_relative (rope takes ``rope_theta``, ``rope_scaling`` of any type in
                    ``functional.rope_scaling.ROPE_SCALING_FUNCTIONS``)
 norm               ``nn.norms.NORMS``: layernorm, rmsnorm, rmsnorm_hf, none (identity)
-feedforward        ``nn.feedforward.FEEDFORWARDS``: gelu, gelu_tanh, swiglu
+feedforward        ``nn.feedforward.FEEDFORWARDS``: gelu, gelu_tanh, swiglu, geglu_tanh
 sublayers          :data:`SUBLAYERS`: full, attention_only, ffn_only
 norm_placement     :data:`NORM_PLACEMENTS`: pre (Xiong et al. 2020), post (Vaswani et al. 2017)
 attention_backend  ``functional.attention.ATTENTION_BACKENDS``: sdpa, reference, tiled, linear
@@ -20,6 +20,12 @@ init               :data:`INITS`: torch (each layer's PyTorch default), gpt2 (N(
 One vocabulary for sizes (ARCHITECTURE.md "Conventions"): ``hidden_size`` (the width d),
 ``num_heads``, ``num_kv_heads``, ``head_dim``, ``num_layers``, ``intermediate_size`` (d_ff),
 ``vocab_size``, ``max_seq_len``.
+
+Checkpoint-family options (``checkpoints/adapters``): ``attention_out_bias`` (the output
+projection's bias, default ``attention_bias``; Qwen2: q/k/v biases, none on the output),
+``sliding_window`` W (causal attention to the W most recent positions, the query's own
+included: ``p - W < j <= p``; Mistral, Phi-3), ``embedding_scale`` (token embeddings multiplied by
+it, the factor rounded to the embedding dtype first; Gemma: sqrt(hidden_size)).
 
 Inputs: token ids when ``vocab_size`` is set; otherwise vectors of width ``input_size`` (a linear
 embedding, e.g. the (x, y) tokens of in-context regression) or ``hidden_size`` (already embedded,
@@ -94,8 +100,10 @@ class TransformerConfig:
     feedforward: str = "gelu"
     sublayers: str = "full"
     causal: bool = True
+    sliding_window: int | None = None
     cross_attention: bool = False
     attention_bias: bool = True
+    attention_out_bias: bool | None = None
     mlp_bias: bool = True
     head_bias: bool = False
     tie_embeddings: bool = False
@@ -104,6 +112,7 @@ class TransformerConfig:
     init: str = "torch"
     embedding_init_std: float | None = None
     position_init_std: float = 0.02
+    embedding_scale: float = 1.0
 
     def __post_init__(self) -> None:
         for name in _SIZES:
@@ -115,6 +124,13 @@ class TransformerConfig:
             _positive_int("output_size", self.output_size, allow_zero=True)
         _positive_int("max_seq_len", self.max_seq_len)
         _positive_int("relative_window", self.relative_window)
+        if self.sliding_window is not None:
+            _positive_int("sliding_window", self.sliding_window)
+            if not self.causal:
+                raise ValueError("sliding_window needs causal attention (causal=True)")
+        if self.attention_out_bias is not None and not isinstance(self.attention_out_bias, bool):
+            raise ValueError(f"attention_out_bias must be a bool or None, got "
+                             f"{self.attention_out_bias!r}")
         if self.vocab_size is not None and self.input_size is not None:
             raise ValueError("give vocab_size (token inputs) or input_size (vector inputs), "
                              f"not both; got {self.vocab_size} and {self.input_size}")
@@ -136,7 +152,8 @@ class TransformerConfig:
         if self.position == "sinusoidal" and self.hidden_size % 2:
             raise ValueError(f"sinusoidal positions need an even hidden_size, "
                              f"got {self.hidden_size}")
-        for name in ("rope_theta", "partial_rotary_factor", "position_init_std"):
+        for name in ("rope_theta", "partial_rotary_factor", "position_init_std",
+                     "embedding_scale"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not (
                     math.isfinite(value) and value >= 0):
@@ -167,10 +184,16 @@ class TransformerConfig:
         d, q = self.hidden_size, self.num_heads * self.dim_per_head
         kv = self.kv_heads * self.dim_per_head
         attention = (2 * d * q + 2 * d * kv) * (2 if self.cross_attention else 1)
-        ffn = (3 if self.feedforward == "swiglu" else 2) * d * self.ffn_size
+        ffn = int(FEEDFORWARDS.metadata(self.feedforward)["matrices"]) * d * self.ffn_size
         embed = (self.vocab_size or self.input_size or 0) * d
         positions = self.max_seq_len * d if self.position == "learned" else 0
         return embed + positions + self.head_size * d + self.num_layers * (attention + ffn)
+
+    @property
+    def out_bias(self) -> bool:
+        """Whether the attention output projection has a bias (``attention_out_bias``, default
+        ``attention_bias``; Qwen2 has q/k/v biases and none on the output)."""
+        return self.attention_bias if self.attention_out_bias is None else self.attention_out_bias
 
     @property
     def kv_heads(self) -> int:

@@ -5,6 +5,7 @@ Math:
       FFN(x) = W_2 GELU(W_1 x + b_1) + b_2,   W_1: d -> d_ff, W_2: d_ff -> d.
   Parameters: 2 d d_ff + d_ff + d (with biases). ``gelu`` uses the exact erf GELU,
   ``gelu_tanh`` GPT-2's approximation x/2 (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))).
+- GeGLU (``geglu_tanh``, Gemma): W_2 (gelu_tanh(W_g x) * (W_1 x)), the same shapes.
 - SwiGLU (Shazeer 2020, "GLU Variants Improve Transformer", eq. 6; used by LLaMA and pi_0):
       FFN(x) = W_2 (SiLU(W_g x) * (W_1 x)),  no biases;  parameters: 3 d d_ff.
   To match a GELU MLP's parameter count use d_ff = 2/3 of the GELU width.
@@ -58,6 +59,14 @@ class SwiGLU(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return self.down(F.silu(self.gate(x)) * self.up(x))
+
+
+@FEEDFORWARDS.register("geglu_tanh", matrices=3, gated=True)
+class TanhGeGLU(SwiGLU):
+    """W_2 (gelu_tanh(W_g x) * W_1 x) (Shazeer 2020's GEGLU with the tanh GELU; Gemma's MLP)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.down(F.gelu(self.gate(x), approximate="tanh") * self.up(x))
 
 
 def _check_dims(dim: int, hidden_dim: int) -> None:

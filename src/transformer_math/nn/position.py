@@ -410,6 +410,20 @@ class RotaryEmbedding(nn.Module):
             cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
         return apply_rotary(x, cos, sin, layout=self.layout)
 
+    def rotate_pair(self, q: Tensor, k: Tensor, position_ids: Tensor,
+                    seq_len: int | None = None) -> tuple[Tensor, Tensor]:
+        """``(rotate(q, ...), rotate(k, ...))`` with one cos/sin lookup for both (the same
+        numbers; a decoding step then looks the angles up once per layer, not twice)."""
+        for name, x in (("q", q), ("k", k)):
+            if x.dim() != 4 or x.shape[-1] != self.head_dim:
+                raise ValueError(f"{name} must have shape (batch, heads, seq, {self.head_dim}), "
+                                 f"got {tuple(x.shape)}")
+        cos, sin = self(position_ids, seq_len)
+        if cos.dim() == 3:  # (B, T, d) -> (B, 1, T, d)
+            cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        return (apply_rotary(q, cos, sin, layout=self.layout),
+                apply_rotary(k, cos, sin, layout=self.layout))
+
     def extra_repr(self) -> str:
         return (f"head_dim={self.head_dim}, rotary_dim={self.rotary_dim}, base={self.base}, "
                 f"rope_type={self.rope_type!r}, layout={self.layout!r}")

@@ -24,11 +24,13 @@ embedding and position code, ``hook_final`` (B, T, d) after the final norm.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
 from transformer_math.bugs import declare_bug, planted
+from transformer_math.functional.masks import sliding_window_mask
 from transformer_math.functional.rope import can_read_values, is_tracing
 from transformer_math.nn.attention import KVCache, MultiHeadAttention, count_parameters
 from transformer_math.nn.config import SUBLAYERS, TransformerConfig
@@ -83,7 +85,7 @@ def _attention(config: TransformerConfig, rotary: RotaryEmbedding | None, alibi:
                ) -> MultiHeadAttention:
     return MultiHeadAttention(
         config.hidden_size, config.num_heads, num_kv_heads=config.kv_heads,
-        head_dim=config.dim_per_head, bias=config.attention_bias,
+        head_dim=config.dim_per_head, bias=config.attention_bias, out_bias=config.out_bias,
         backend=config.attention_backend, dropout=config.dropout, rotary=rotary, alibi=alibi,
     )
 
@@ -184,6 +186,29 @@ class TransformerBlock(nn.Module):
         return self.hook_resid_post(h) if live else h
 
 
+@dataclass(frozen=True)
+class CausalLMOutput:
+    """``forward(..., labels=...)`` / ``forward(..., return_dict=True)``: the logits (B, T, V)
+    and the shifted cross-entropy (a scalar, or None without labels)."""
+
+    logits: Tensor
+    loss: Tensor | None = None
+
+
+def causal_lm_loss(logits: Tensor, labels: Tensor, ignore_index: int = -100) -> Tensor:
+    """Mean cross-entropy of ``logits[:, t]`` (B, T, V) predicting ``labels[:, t + 1]`` (B, T)
+    over the labels != ``ignore_index`` (float32; transformers' ``ForCausalLMLoss``)."""
+    if (not isinstance(labels, Tensor) or labels.dtype != torch.long
+            or tuple(labels.shape) != tuple(logits.shape[:2])):
+        raise ValueError(f"labels must be a LongTensor of shape {tuple(logits.shape[:2])}, got "
+                         f"{getattr(labels, 'dtype', type(labels).__name__)} "
+                         f"{tuple(getattr(labels, 'shape', ()))}")
+    target = torch.nn.functional.pad(labels, (0, 1), value=ignore_index)[:, 1:]
+    return torch.nn.functional.cross_entropy(
+        logits.float().reshape(-1, logits.shape[-1]), target.reshape(-1).to(logits.device),
+        ignore_index=ignore_index)
+
+
 class Transformer(nn.Module):
     """Embedding, ``num_layers`` :class:`TransformerBlock`, final norm, head.
 
@@ -266,6 +291,8 @@ class Transformer(nn.Module):
             if self.embed_tokens is None:
                 raise ValueError("this model takes inputs_embeds (config.vocab_size is None)")
             h = self.embed_tokens(input_ids)
+            if c.embedding_scale != 1.0:  # Gemma: E[x] * sqrt(d), the scale rounded to h's dtype
+                h = h * torch.tensor(c.embedding_scale, device=h.device).to(h.dtype)
         else:
             assert inputs_embeds is not None
             width = c.input_size if c.input_size is not None else c.hidden_size
@@ -290,8 +317,17 @@ class Transformer(nn.Module):
         memory: Tensor | None = None,
         memory_key_padding_mask: Tensor | None = None,
         is_causal: bool | None = None,
-    ) -> Tensor:
+        labels: Tensor | None = None,
+        return_dict: bool = False,
+    ) -> Tensor | CausalLMOutput:
         """Logits (B, T, head), or hidden states (B, T, d) when the model has no head.
+
+        ``labels`` (B, T) LongTensor (or ``return_dict=True``): returns a
+        :class:`CausalLMOutput` (``.logits``, ``.loss``) instead of the tensor; ``loss`` is the
+        mean next-token cross-entropy of ``logits[:, t]`` against ``labels[:, t + 1]`` over the
+        labels that are not -100 (transformers' ``ForCausalLMLoss``, computed in float32), None
+        without labels. Without either argument the plain tensor is returned (every existing
+        caller).
 
         ``attention_mask`` (B, past + T): 1 for tokens, 0 for (left) padding over every key so
         far (HF convention); positions then count real tokens only (``cumsum(mask) - 1``), so a
@@ -310,7 +346,11 @@ class Transformer(nn.Module):
             input_ids, inputs_embeds=inputs_embeds, attention_mask=attention_mask,
             position_ids=position_ids, attn_mask=attn_mask, caches=caches, memory=memory,
             memory_key_padding_mask=memory_key_padding_mask, is_causal=is_causal)
-        return h if self.lm_head is None else self.lm_head(h)
+        logits = h if self.lm_head is None else self.lm_head(h)
+        if labels is None and not return_dict:
+            return logits
+        return CausalLMOutput(logits=logits, loss=None if labels is None else
+                              causal_lm_loss(logits, labels))
 
     def hidden_states(
         self,
@@ -367,6 +407,9 @@ class Transformer(nn.Module):
             raise ValueError(f"position {int(position_ids.max())} exceeds max_seq_len="
                              f"{c.max_seq_len} of the {c.position!r} position table (it cannot "
                              "extrapolate)")
+        if c.sliding_window is not None and past + t > c.sliding_window:
+            window = sliding_window_mask(t, past + t, c.sliding_window, device=x.device)
+            attn_mask = window if attn_mask is None else _and_masks(attn_mask, window)
         if self.relative_bias is not None:
             bias = self.relative_bias(t, past + t)  # (1, H, T, S)
             attn_mask = bias if attn_mask is None else _add_masks(attn_mask, bias)
@@ -409,9 +452,19 @@ class Transformer(nn.Module):
 
     # ------------------------------------------------------------------ generation
     def generate(self, input_ids: Tensor, max_new_tokens: int, **kwargs: object) -> Tensor:
-        """Autoregressive continuation; see :func:`transformer_math.nn.generation.generate`."""
+        """Autoregressive continuation; see :func:`transformer_math.nn.generation.generate`.
+
+        A model loaded from a checkpoint (``checkpoint_info`` set) stops at the checkpoint's
+        ``eos_token_id`` and pads finished rows with its ``pad_token_id`` (from
+        ``generation_config.json``, else ``config.json``) unless the call names them
+        (``eos_token_id=None`` explicitly: never stop), as transformers' ``generate`` does."""
         from transformer_math.nn.generation import generate
 
+        info = getattr(self, "checkpoint_info", None)
+        if info is not None:
+            for key in ("eos_token_id", "pad_token_id"):
+                if key not in kwargs and getattr(info, key, None) is not None:
+                    kwargs[key] = getattr(info, key)
         return generate(self, input_ids, max_new_tokens, **kwargs)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ summaries
@@ -453,6 +506,13 @@ def _retie_embeddings(module: nn.Module, incompatible_keys: object) -> None:
             and module.embed_tokens is not None
             and module.lm_head.weight is not module.embed_tokens.weight):
         module.lm_head.weight = module.embed_tokens.weight
+
+
+def _and_masks(attn_mask: Tensor, allowed: Tensor) -> Tensor:
+    """A bool (True = allowed) or additive mask restricted to the bool mask ``allowed``."""
+    if attn_mask.dtype == torch.bool:
+        return attn_mask & allowed
+    return attn_mask.masked_fill(~allowed, float("-inf"))
 
 
 def _add_masks(attn_mask: Tensor, bias: Tensor) -> Tensor:

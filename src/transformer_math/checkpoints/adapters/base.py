@@ -75,6 +75,21 @@ def packed(theirs: str, ours: tuple[str, ...], *, conv1d: bool) -> Rule:
     return Rule(theirs, ours, load, save)
 
 
+def split(theirs: str, ours: tuple[str, ...], sizes: tuple[int, ...]) -> Rule:
+    """Tensors of heights ``sizes`` stacked along the output axis (Phi-3's ``qkv_proj`` = q|k|v
+    with fewer key/value heads under GQA)."""
+    def load(t: Tensor) -> tuple[Tensor, ...]:
+        if t.shape[0] != sum(sizes):
+            raise ValueError(f"tensor {theirs!r} has {t.shape[0]} rows, expected "
+                             f"{' + '.join(map(str, sizes))}")
+        return tuple(t.split(list(sizes), dim=0))
+
+    def save(ts: tuple[Tensor, ...]) -> Tensor:
+        return torch.cat(ts, dim=0)
+
+    return Rule(theirs, ours, load, save)
+
+
 @dataclass(frozen=True)
 class Adapter:
     """One checkpoint family.

@@ -21,6 +21,7 @@ Name table (HF -> ours; identical tensors, no transform)::
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -126,6 +127,9 @@ def rope_from_hf(cfg: Mapping[str, Any], source: str = "config.json"
         int_key(params, "original_max_position_embeddings", source=where)
     if rope_type == "yarn" and "factor" not in params:
         params["factor"] = n_max / params["original_max_position_embeddings"]
+    if rope_type == "longrope" and "factor" not in params:
+        # transformers: factor = max_position_embeddings / L0, attention factor 1 when <= 1
+        params["factor"] = max(1.0, n_max / params["original_max_position_embeddings"])
     unknown = sorted(set(params) - set(allowed))
     if unknown:
         raise ValueError(f"rope_type {rope_type!r}: unsupported parameters {unknown} in "
@@ -154,18 +158,20 @@ def check_rope(config: TransformerConfig, source: str = "config.json") -> None:
                          f"{rotary} rotary dims): {err}") from None
 
 
-def read_config(cfg: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]] | None = None,
-                source: str = "config.json") -> tuple[TransformerConfig, CheckpointInfo]:
-    """An HF Llama ``config.json`` dict -> (preset, info); every value type-checked
-    (``adapters/keys.py``) with a message naming the key."""
-    act = cfg.get("hidden_act", "silu")
-    if act != "silu":
-        raise ValueError(f"llama hidden_act must be 'silu', got {act!r}"[:300])
-    if cfg.get("pretraining_tp", 1) != 1:
-        raise ValueError(f"pretraining_tp must be 1, got {cfg.get('pretraining_tp')!r}"[:300])
-    theta, scaling, partial = rope_from_hf(cfg, source)
+def check_activation(cfg: Mapping[str, Any], family: str, allowed: tuple[str, ...],
+                     key: str = "hidden_act") -> str:
+    """``cfg[key]`` (default ``allowed[0]``) must be one of ``allowed``."""
+    act = cfg.get(key, allowed[0])
+    if not isinstance(act, str) or act not in allowed:
+        one = f"must be {allowed[0]!r}" if len(allowed) == 1 else f"must be one of {list(allowed)}"
+        raise ValueError(f"{family} {key} {one}, got {act!r}"[:300])
+    return act
+
+
+def read_sizes(cfg: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """The size keys shared by the Llama-like families (``config.json`` names), type-checked."""
     kw = {"source": source}
-    sizes = dict(
+    return dict(
         vocab_size=int_key(cfg, "vocab_size", **kw),
         hidden_size=int_key(cfg, "hidden_size", **kw),
         num_layers=int_key(cfg, "num_hidden_layers", **kw),
@@ -174,21 +180,54 @@ def read_config(cfg: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]] | 
         head_dim=int_key(cfg, "head_dim", None, **kw),
         intermediate_size=int_key(cfg, "intermediate_size", **kw),
         max_seq_len=int_key(cfg, "max_position_embeddings", 2048, **kw))
-    flags = {key: bool_key(cfg, name, False, **kw) for key, name in (
-        ("attention_bias", "attention_bias"), ("mlp_bias", "mlp_bias"),
-        ("tie_embeddings", "tie_word_embeddings"))}
-    eps = float_key(cfg, "rms_norm_eps", 1e-6, **kw)
+
+
+def refuse_partial_rotary(partial: float, family: str, source: str) -> None:
+    """transformers' Llama-style rotary (``LlamaRotaryEmbedding`` and its copies in Qwen2,
+    Mistral, Gemma) computes ``head_dim / 2`` frequencies for ``rope_type`` default whatever
+    ``partial_rotary_factor`` says (all channels are rotated), and its ``apply_rotary_pos_emb``
+    cannot broadcast the fewer frequencies of the other types: the factor has no meaning the
+    reference agrees with, so anything but 1 is refused."""
+    if partial != 1.0:
+        raise ValueError(
+            f"partial_rotary_factor {partial} in {source}: transformers' {family} ignores it "
+            "(rope_type default rotates all head_dim channels; the other types fail there), "
+            "so it is refused; only 1.0 is supported for this family (Phi-3 honours it)")
+
+
+def read_decoder(cfg: Mapping[str, Any], source: str, family: str, *,
+                 flags: Mapping[str, bool], partial_rotary: bool = False,
+                 extra: Mapping[str, Any] | None = None
+                 ) -> tuple[TransformerConfig, CheckpointInfo]:
+    """The Llama-like part of a config: sizes, rope, ``rms_norm_eps``, ``tie_word_embeddings``;
+    ``flags`` (attention_bias / mlp_bias / attention_out_bias, already read) and ``extra``
+    (TransformerConfig fields) are the family's own. ``partial_rotary``: the family honours
+    ``partial_rotary_factor`` (else it must be 1, :func:`refuse_partial_rotary`)."""
+    theta, scaling, partial = rope_from_hf(cfg, source)
+    if not partial_rotary:
+        refuse_partial_rotary(partial, family, source)
+    sizes = read_sizes(cfg, source)
+    tie = bool_key(cfg, "tie_word_embeddings", False, source=source)
+    eps = float_key(cfg, "rms_norm_eps", 1e-6, source=source)
+    out_bias = flags.get("attention_out_bias")
     try:
         config = preset(**sizes, norm_eps=eps, rope_theta=theta, rope_scaling=scaling,
-                        partial_rotary_factor=partial, **flags)
+                        partial_rotary_factor=partial, tie_embeddings=tie,
+                        attention_bias=flags.get("attention_bias", False),
+                        mlp_bias=flags.get("mlp_bias", False))
+        changes = dict(extra or {})
+        if out_bias is not None and out_bias != config.attention_bias:
+            changes["attention_out_bias"] = out_bias
+        if changes:
+            config = dataclasses.replace(config, **changes)
     except ValueError as err:
         raise ValueError(f"{source}: {err}") from None
     check_rope(config, source)
-    return config, CheckpointInfo.from_config("llama", cfg, source)
+    return config, CheckpointInfo.from_config(family, cfg, source)
 
 
-def write_config(c: TransformerConfig, info: CheckpointInfo) -> dict[str, Any]:
-    """The HF ``config.json`` dict of a Llama preset (inverse of :func:`read_config`)."""
+def rope_to_hf(c: TransformerConfig) -> dict[str, Any]:
+    """``rope_parameters`` of a config file (inverse of :func:`rope_from_hf`)."""
     rope: dict[str, Any] = {"rope_type": "default", "rope_theta": c.rope_theta}
     if c.rope_scaling:
         rope = {**c.rope_scaling, "rope_theta": c.rope_theta}
@@ -196,29 +235,61 @@ def write_config(c: TransformerConfig, info: CheckpointInfo) -> dict[str, Any]:
             rope.pop("original_max_position_embeddings", None)
     if c.partial_rotary_factor != 1.0:
         rope["partial_rotary_factor"] = c.partial_rotary_factor
+    return rope
+
+
+def sizes_to_hf(c: TransformerConfig) -> dict[str, Any]:
+    """The size keys of a Llama-like ``config.json`` (inverse of :func:`read_sizes`)."""
+    return {"vocab_size": c.vocab_size, "hidden_size": c.hidden_size,
+            "intermediate_size": c.ffn_size, "num_hidden_layers": c.num_layers,
+            "num_attention_heads": c.num_heads, "num_key_value_heads": c.kv_heads,
+            "head_dim": c.dim_per_head, "max_position_embeddings": c.max_seq_len,
+            "rms_norm_eps": c.eps, "rope_parameters": rope_to_hf(c),
+            "tie_word_embeddings": c.tie_embeddings}
+
+
+def read_config(cfg: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]] | None = None,
+                source: str = "config.json") -> tuple[TransformerConfig, CheckpointInfo]:
+    """An HF Llama ``config.json`` dict -> (preset, info); every value type-checked
+    (``adapters/keys.py``) with a message naming the key."""
+    check_activation(cfg, "llama", ("silu",))
+    if cfg.get("pretraining_tp", 1) != 1:
+        raise ValueError(f"pretraining_tp must be 1, got {cfg.get('pretraining_tp')!r}"[:300])
+    flags = {key: bool_key(cfg, key, False, source=source)
+             for key in ("attention_bias", "mlp_bias")}
+    return read_decoder(cfg, source, "llama", flags=flags)
+
+
+def write_config(c: TransformerConfig, info: CheckpointInfo) -> dict[str, Any]:
+    """The HF ``config.json`` dict of a Llama preset (inverse of :func:`read_config`)."""
     return {
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama",
-        "vocab_size": c.vocab_size, "hidden_size": c.hidden_size,
-        "intermediate_size": c.ffn_size, "num_hidden_layers": c.num_layers,
-        "num_attention_heads": c.num_heads, "num_key_value_heads": c.kv_heads,
-        "head_dim": c.dim_per_head, "hidden_act": "silu",
-        "max_position_embeddings": c.max_seq_len, "rms_norm_eps": c.eps,
-        "rope_parameters": rope, "attention_bias": c.attention_bias,
-        "mlp_bias": c.mlp_bias, "tie_word_embeddings": c.tie_embeddings, **info.to_config(),
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", **sizes_to_hf(c),
+        "hidden_act": "silu", "attention_bias": c.attention_bias, "mlp_bias": c.mlp_bias,
+        **info.to_config(),
     }
 
 
-def rules(c: TransformerConfig) -> list[Rule]:
-    """The Llama name table (module docstring)."""
+def rules(c: TransformerConfig, *, norm_offset: float = 0.0) -> list[Rule]:
+    """The Llama name table (module docstring), shared by Qwen2, Mistral and Gemma.
+
+    ``norm_offset``: the stored RMSNorm gains are ``g - norm_offset`` (Gemma stores w with the
+    gain 1 + w: ``norm_offset=1``), added on load and subtracted on save."""
+    def norm(theirs: str, ours: str) -> Rule:
+        if not norm_offset:
+            return mapped(theirs, ours)
+        return mapped(theirs, ours, lambda w: w + norm_offset, lambda w: w - norm_offset)
+
     out = [mapped("model.embed_tokens.weight", "embed_tokens.weight"),
-           mapped("model.norm.weight", "final_norm.weight")]
+           norm("model.norm.weight", "final_norm.weight")]
+    qkv_params = ("weight", "bias") if c.attention_bias else ("weight",)
     for i in range(c.num_layers):
         hf, ours = f"model.layers.{i}.", f"layers.{i}."
-        out += [mapped(hf + "input_layernorm.weight", ours + "attn_norm.weight"),
-                mapped(hf + "post_attention_layernorm.weight", ours + "ffn_norm.weight")]
+        out += [norm(hf + "input_layernorm.weight", ours + "attn_norm.weight"),
+                norm(hf + "post_attention_layernorm.weight", ours + "ffn_norm.weight")]
         for theirs, mine in (("q_proj", "q_proj"), ("k_proj", "k_proj"), ("v_proj", "v_proj"),
                              ("o_proj", "out_proj")):
-            params = ("weight", "bias") if c.attention_bias else ("weight",)
+            params = (("weight", "bias") if c.out_bias else ("weight",)) if mine == "out_proj" \
+                else qkv_params
             out += [mapped(hf + f"self_attn.{theirs}.{p}", ours + f"attn.{mine}.{p}")
                     for p in params]
         for part in ("gate", "up", "down"):
