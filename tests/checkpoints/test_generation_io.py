@@ -34,6 +34,19 @@ def test_cached_generation_equals_uncached(llama_dir, ref):
     assert torch.equal(ours.generate(prompt, 10), ours.generate(prompt, 10, use_cache=False))
 
 
+def test_an_all_ones_mask_is_the_same_as_no_mask(llama_dir, ref):
+    """generate drops an attention mask without padding (no mask is built per layer and step):
+    the tokens equal those of the masked path, which a one-token left pad still takes."""
+    ours = from_pretrained(llama_dir[0])
+    prompt = ref.tokens(3, 4)
+    ones = torch.ones_like(prompt)
+    assert torch.equal(ours.generate(prompt, 10, attention_mask=ones), ours.generate(prompt, 10))
+    padded = torch.cat([torch.zeros_like(prompt[:, :1]), prompt], dim=1)
+    mask = torch.cat([torch.zeros_like(ones[:, :1]), ones], dim=1)
+    assert torch.equal(ours.generate(padded, 10, attention_mask=mask)[:, 1:],
+                       ours.generate(prompt, 10))
+
+
 def test_sampling_top_k_and_temperature(llama_dir, ref):
     ours = from_pretrained(llama_dir[0])
     prompt = ref.tokens(2, 4)

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from transformer_math.functional.rope import can_read_values
 from transformer_math.nn.position import POSITIONS
 
 
@@ -121,7 +122,11 @@ def generate(
            [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id))
     pad = pad_token_id if pad_token_id is not None else (eos[0] if eos else 0)
     b = input_ids.shape[0]
-    mask = torch.ones_like(input_ids) if attention_mask is None else attention_mask.long()
+    if attention_mask is not None and can_read_values(attention_mask) and bool(
+            attention_mask.all()):
+        attention_mask = None  # no padding: the same positions and keys, and no mask to build
+    # (every layer of every step would otherwise combine and scan an all-ones padding mask)
+    mask = None if attention_mask is None else attention_mask.long()
     was_training = model.training
     model.eval()
     tokens, step = input_ids, input_ids
@@ -135,7 +140,8 @@ def generate(
                               top_p=top_p, generator=generator)  # (B, 1)
             nxt = torch.where(finished.unsqueeze(1), torch.full_like(nxt, pad), nxt)
             tokens = torch.cat([tokens, nxt], dim=1)
-            mask = torch.cat([mask, torch.ones_like(nxt)], dim=1)
+            if mask is not None:
+                mask = torch.cat([mask, torch.ones_like(nxt)], dim=1)
             step = nxt
             if eos:
                 finished |= torch.isin(nxt.squeeze(1), eos_t)
