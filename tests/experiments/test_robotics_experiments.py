@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from transformer_math.experiments import (
+    memo,
     robotics_chunking_tradeoff,
     robotics_compounding,
     robotics_dt,
@@ -66,7 +67,8 @@ def test_multimodal_tiny():
 
 @pytest.mark.slow
 def test_dt_tiny_studies():
-    st = robotics_dt.run_stitching(robotics_dt.StitchingConfig.tiny())
+    # memoized: the same runs as the dt claims' tiny runs (tests/claims), computed once
+    st = memo.memoized(robotics_dt.run_stitching, robotics_dt.StitchingConfig.tiny(seed=0))
     assert st.q_learning.reached == "C" and st.q_learning.ret == 4.0
     assert st.data_returns_at_a == [2.0, 3.0]
     # the claim's two directions at tiny: the DT reproduces the in-data return 3 (A->D) but
@@ -77,7 +79,8 @@ def test_dt_tiny_studies():
         dataclasses.replace(robotics_dt.StitchingConfig.tiny(), include_full_trajectories=True,
                             train_steps=1000))
     assert full.data_returns_at_a == [2.0, 3.0, 4.0] and full.dt.reached == "C"
-    reach = robotics_dt.run_reachability(robotics_dt.ReachabilityConfig.tiny())
+    reach = memo.memoized(robotics_dt.run_reachability,
+                          robotics_dt.ReachabilityConfig.tiny(seed=0))
     assert len(reach.achieved) == 31 and all(math.isfinite(x) for x in reach.achieved)
     assert reach.data_max < 0.4 * 40
 
