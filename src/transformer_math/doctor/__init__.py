@@ -1,0 +1,201 @@
+"""``tmath doctor``: the seed's troubleshooting manual (000:1664-1673) run on a user's model.
+
+The main seed ends §8.3 with a table of symptoms (loss stuck at the start, failure past the
+training length, a set model that depends on input order, few-shot that never works, a bigger
+model that is worse and slower, gradients that vanish or explode with depth). The doctor turns
+each diagnosable row, and the families of silent bugs that keep reaching inference engines
+(YaRN's attention factor dropped, causal masks aligned top-left under a KV cache, GQA heads
+tiled, RoPE layouts mixed, NaN rows from fully masked queries, ...), into registered checks
+(``checks.py``) that report a :class:`~transformer_math.doctor.findings.Finding` with the number
+that shows the problem, the threshold, what it means, the fix and the source.
+
+Static checks read the config and the safetensors headers only (nothing is allocated); dynamic
+checks run forward passes on synthetic inputs drawn from a seeded generator, through an
+:class:`~transformer_math.doctor.engines.Engine`: the project's own model (hook points) or
+``transformers``' implementation of the same checkpoint (``engine="transformers"``).
+
+    from transformer_math.doctor import examine
+    diagnosis = examine("path/to/checkpoint", context=32768, train_tokens=2e9)
+    for f in diagnosis.flagged: print(f.check, f.severity, f.summary)
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from transformer_math.doctor.checks import (
+    CHECKS,
+    DYNAMIC,
+    STATIC,
+    Check,
+    NotApplicable,
+    Options,
+    Subject,
+    load_checks,
+    register_check,
+)
+from transformer_math.doctor.findings import Diagnosis, Finding, Severity, judged
+
+__all__ = ["CHECKS", "Check", "Diagnosis", "Finding", "NotApplicable", "Options", "Severity",
+           "Subject", "examine", "judged", "load_checks", "register_check", "subject_for"]
+
+ENGINES = ("project", "transformers")
+
+
+def _is_hf_model(obj: Any) -> bool:
+    return any(cls.__module__.startswith("transformers.") and cls.__name__ == "PreTrainedModel"
+               for cls in type(obj).__mro__)
+
+
+def subject_for(target: Any, options: Options, *, engine: str = "project",
+                static_only: bool = False) -> Subject:
+    """The :class:`Subject` of ``target``: a checkpoint directory (str or Path), a project
+    :class:`~transformer_math.nn.transformer.Transformer`, or a ``transformers`` causal LM.
+
+    A directory is read statically first (config, generation config, safetensors headers:
+    everything :func:`~transformer_math.checkpoints.io.from_pretrained` checks); a config the
+    project's loader refuses becomes ``load_error`` (the static checks still judge the raw
+    config) instead of an exception. Only then, unless ``static_only``, is the model loaded by
+    the chosen engine. A path that is not a checkpoint directory is a FileNotFoundError.
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {list(ENGINES)}, got {engine!r}")
+    if isinstance(target, str | Path):
+        return _checkpoint_subject(Path(target), options, engine, static_only)
+    from transformer_math.nn.transformer import Transformer
+
+    if isinstance(target, Transformer):
+        if engine != "project":
+            raise ValueError("engine='transformers' needs a checkpoint directory or a "
+                             "transformers model, got a transformer_math Transformer")
+        from transformer_math.doctor.engines import ProjectEngine
+
+        return Subject(target.config, options,
+                       engine=None if static_only else ProjectEngine(target))
+    if _is_hf_model(target):
+        from transformer_math.checkpoints.io import config_from_hf
+        from transformer_math.doctor.engines_transformers import TransformersEngine
+
+        raw = target.config.to_dict()
+        config, info = config_from_hf(raw, "model.config")
+        return Subject(config, options, raw_config=raw, family=info.family,
+                       engine=None if static_only else TransformersEngine(target))
+    raise TypeError(f"examine() takes a checkpoint directory, a transformer_math Transformer or "
+                    f"a transformers model, got {type(target).__name__}")
+
+
+def _checkpoint_subject(path: Path, options: Options, engine: str,
+                        static_only: bool) -> Subject:
+    from transformer_math.checkpoints.io import (
+        config_from_hf,
+        from_pretrained,
+        hf_family,
+        read_config,
+        stored_tensors,
+    )
+
+    raw = read_config(path)  # FileNotFoundError / ValueError: not a readable checkpoint
+    subject = Subject(None, options, raw_config=raw, path=path)
+    try:
+        subject.family = hf_family(raw, str(path / "config.json"))
+        subject.config, _ = config_from_hf(raw, str(path / "config.json"))
+    except ValueError as exc:
+        subject.load_error = str(exc)
+    try:
+        subject.shapes = stored_tensors(path).shapes
+    except ValueError as exc:
+        subject.load_error = subject.load_error or str(exc)
+    if static_only or subject.load_error is not None:
+        return subject
+    if engine == "project":
+        from transformer_math.doctor.engines import ProjectEngine
+
+        try:
+            subject.engine = ProjectEngine(from_pretrained(path))
+        except ValueError as exc:
+            subject.load_error = str(exc)
+    else:
+        # the project's header and config checks above ran before transformers reads a byte
+        from transformer_math.doctor.engines_transformers import TransformersEngine
+
+        subject.engine = TransformersEngine.from_path(path)
+    return subject
+
+
+def select_checks(patterns: Iterable[str] | None = None, *, static_only: bool = False
+                  ) -> list[Check]:
+    """The registered checks in registration order, filtered by glob ``patterns`` on the name
+    (any match keeps a check) and by kind."""
+    load_checks()
+    pats = list(patterns or [])
+    chosen = []
+    for name in CHECKS.names():
+        check = CHECKS[name]
+        if static_only and check.kind != STATIC:
+            continue
+        if pats and not any(fnmatch.fnmatchcase(name, p) for p in pats):
+            continue
+        chosen.append(check)
+    if pats and not chosen:
+        raise ValueError(f"checks {pats} match no doctor check; known: "
+                         f"{', '.join(CHECKS.names())}")
+    return chosen
+
+
+def run_checks(subject: Subject, checks: list[Check], *, target: str, engine: str,
+               progress: Callable[[str], None] | None = None) -> Diagnosis:
+    """Run ``checks`` on ``subject``; a check that raises NotApplicable is recorded as skipped,
+    one that raises anything else becomes an error finding (the probe made the model fail)."""
+    diagnosis = Diagnosis(target, engine if subject.engine is not None else "static",
+                          options={k: getattr(subject.options, k) for k in (
+                              "context", "train_tokens", "set_model", "seed", "probe_len",
+                              "batch")})
+    if subject.load_error is not None:
+        diagnosis.findings.append(Finding(
+            "checkpoint.loads", Severity.ERROR,
+            f"the project's loader refuses this checkpoint: {subject.load_error}",
+            meaning="the dynamic checks cannot run; the static checks judge the raw config",
+            fix="correct the config or weights named in the message",
+            source="issue 15 (checkpoints trust nothing)"))
+    subject.scratch.setdefault("figures", {})
+    for check in checks:
+        if progress is not None:
+            progress(check.name)
+        start = time.perf_counter()
+        try:
+            if check.kind == DYNAMIC:
+                subject.need_engine()
+            found = check.run(subject)
+        except NotApplicable as why:
+            diagnosis.skipped[check.name] = str(why)
+        except Exception as exc:  # a failing probe is itself a finding
+            diagnosis.findings.append(Finding(
+                check.name, Severity.ERROR,
+                f"the probe raised {type(exc).__name__}: {exc}",
+                meaning="the model fails on an input the check needs",
+                fix="run the check's probe by hand (see its docstring) to find the failure",
+                source=check.source, details={"crashed": True}))
+        else:
+            diagnosis.findings.extend(found)
+        diagnosis.seconds[check.name] = time.perf_counter() - start
+    diagnosis.figures = dict(subject.scratch["figures"])
+    return diagnosis
+
+
+def examine(target: Any, *, context: int | None = None, train_tokens: float | None = None,
+            set_model: bool = False, engine: str = "project", checks: Iterable[str] | None = None,
+            static_only: bool = False, seed: int = 0, probe_len: int | None = None,
+            batch: int = 2, progress: Callable[[str], None] | None = None) -> Diagnosis:
+    """Run the doctor on ``target`` (checkpoint directory, project Transformer, or transformers
+    model) and return the :class:`Diagnosis`. Arguments as ``tmath doctor``'s options;
+    ``checks`` are glob patterns on check names (``["rope.*", "attention.saturation"]``)."""
+    options = Options(context=context, train_tokens=train_tokens, set_model=set_model,
+                      seed=seed, probe_len=probe_len, batch=batch)
+    chosen = select_checks(checks, static_only=static_only)
+    subject = subject_for(target, options, engine=engine, static_only=static_only)
+    name = str(target) if isinstance(target, str | Path) else type(target).__name__
+    return run_checks(subject, chosen, target=name, engine=engine, progress=progress)
