@@ -187,6 +187,14 @@ class Subject:
                              (batch or self.options.batch, length or self.probe_len),
                              generator=self.generator(salt))
 
+    def cached(self, key: str, compute: Callable[[], Any]) -> Any:
+        """``compute()`` once per run under ``key`` (checks share e.g. one attention pass on
+        the standard probe: key it by what was computed, ``"attention:random:64"``)."""
+        store = self.scratch.setdefault("cache", {})
+        if key not in store:
+            store[key] = compute()
+        return store[key]
+
     def figure(self, name: str, data: Mapping[str, Any]) -> None:
         """Hand plot data to the report (``report.py`` draws figures it knows by name)."""
         self.scratch.setdefault("figures", {})[name] = dict(data)

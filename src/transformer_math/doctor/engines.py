@@ -74,9 +74,10 @@ class Engine:
         """One :class:`AttentionRecord` per layer, in order."""
         raise NotImplementedError
 
-    def cached_logits(self, ids: Tensor, prefix: int) -> Tensor:
-        """(B, T, V): ``ids[:, :prefix]`` in one forward pass, then every later token one at a
-        time through the engine's KV cache; the logits of every position, concatenated."""
+    def cached_logits(self, ids: Tensor, prefix: int, step: int = 1) -> Tensor:
+        """(B, T, V): ``ids[:, :prefix]`` in one forward pass, then the later tokens ``step`` at
+        a time (blocks of several new tokens test the causal alignment under a cache) through
+        the engine's KV cache; the logits of every position, concatenated."""
         raise NotImplementedError
 
     def embed(self, ids: Tensor) -> Tensor:
@@ -159,14 +160,13 @@ class ProjectEngine(Engine):
         return records
 
     @torch.no_grad()
-    def cached_logits(self, ids: Tensor, prefix: int) -> Tensor:
+    def cached_logits(self, ids: Tensor, prefix: int, step: int = 1) -> Tensor:
         ids = self._ids(ids)
-        if not 1 <= prefix <= ids.shape[1]:
-            raise ValueError(f"prefix must be in [1, {ids.shape[1]}], got {prefix}")
+        check_cached_args(ids, prefix, step)
         caches = self.model.new_caches()
         outs = [self.model(ids[:, :prefix], caches=caches)]
-        for t in range(prefix, ids.shape[1]):
-            outs.append(self.model(ids[:, t:t + 1], caches=caches))
+        for t in range(prefix, ids.shape[1], step):
+            outs.append(self.model(ids[:, t:t + step], caches=caches))
         return torch.cat(outs, dim=1).float().cpu()
 
     def embed(self, ids: Tensor) -> Tensor:
@@ -194,6 +194,13 @@ class ProjectEngine(Engine):
         positions = torch.arange(seq_len, device=self._device)
         cos, sin = rotary(positions, seq_len)
         return cos.float().cpu(), sin.float().cpu(), rotary.layout
+
+
+def check_cached_args(ids: Tensor, prefix: int, step: int) -> None:
+    if not 1 <= prefix <= ids.shape[1]:
+        raise ValueError(f"prefix must be in [1, {ids.shape[1]}], got {prefix}")
+    if step < 1:
+        raise ValueError(f"step must be >= 1, got {step}")
 
 
 def _opt(t: Tensor | None, device: torch.device) -> Tensor | None:
