@@ -75,8 +75,8 @@ def test_dt_tiny_studies():
     # not the stitched 4 ...
     assert st.dt_by_target[3.0].ret == 3.0 and st.dt.reached != "C"
     # ... and reaches C once complete A->B->C episodes are in the data (the complete
-    # episodes' route is harder to learn: 300 steps do not find it; seed 0 reaches C after
-    # 500 steps, which is half the time of the 1000 steps this test used to train)
+    # episodes' route is harder to learn than the in-data returns; seed 0 reaches C after 500
+    # steps, half the training of the 1000 steps this test used before)
     full = robotics_dt.run_stitching(
         dataclasses.replace(robotics_dt.StitchingConfig.tiny(), include_full_trajectories=True,
                             train_steps=500))
