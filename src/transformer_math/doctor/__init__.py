@@ -54,7 +54,8 @@ def _is_hf_model(obj: Any) -> bool:
 def subject_for(target: Any, options: Options, *, engine: str = "project",
                 static_only: bool = False) -> Subject:
     """The :class:`Subject` of ``target``: a checkpoint directory (str or Path), a project
-    :class:`~transformer_math.nn.transformer.Transformer`, or a ``transformers`` causal LM.
+    :class:`~transformer_math.nn.transformer.Transformer`, or a ``transformers`` causal LM
+    (always run by the transformers engine: it is the code under examination).
 
     A directory is read statically first (config, generation config, safetensors headers:
     everything :func:`~transformer_math.checkpoints.io.from_pretrained` checks); a config the
@@ -122,7 +123,10 @@ def _checkpoint_subject(path: Path, options: Options, engine: str,
         # the project's header and config checks above ran before transformers reads a byte
         from transformer_math.doctor.engines_transformers import TransformersEngine
 
-        subject.engine = TransformersEngine.from_path(path)
+        try:
+            subject.engine = TransformersEngine.from_path(path)
+        except ValueError as exc:
+            subject.load_error = str(exc)
     return subject
 
 
@@ -150,14 +154,14 @@ def run_checks(subject: Subject, checks: list[Check], *, target: str, engine: st
                progress: Callable[[str], None] | None = None) -> Diagnosis:
     """Run ``checks`` on ``subject``; a check that raises NotApplicable is recorded as skipped,
     one that raises anything else becomes an error finding (the probe made the model fail)."""
-    diagnosis = Diagnosis(target, engine if subject.engine is not None else "static",
+    diagnosis = Diagnosis(target, subject.engine.name if subject.engine is not None else "static",
                           options={k: getattr(subject.options, k) for k in (
                               "context", "train_tokens", "set_model", "seed", "probe_len",
                               "batch")})
     if subject.load_error is not None:
         diagnosis.findings.append(Finding(
             "checkpoint.loads", Severity.ERROR,
-            f"the project's loader refuses this checkpoint: {subject.load_error}",
+            f"the checkpoint cannot be loaded: {subject.load_error}",
             meaning="the dynamic checks cannot run; the static checks judge the raw config",
             fix="correct the config or weights named in the message",
             source="issue 15 (checkpoints trust nothing)"))
