@@ -156,8 +156,8 @@ def test_linear_backend_is_not_recomputed() -> None:
 
 # ------------------------------------------------------------------------------ planted
 
-SATURATING = [("llama", 10.0, ()), ("gpt2", 10.0, ()),
-              ("llama", 5.0, ("attention.scale-dropped",))]
+SATURATING = [("llama", 30.0, ()), ("gpt2", 30.0, ()),
+              ("llama", 10.0, ("attention.scale-dropped",))]
 
 
 @pytest.mark.parametrize(("shape", "factor", "plant"), SATURATING)
@@ -174,6 +174,15 @@ def test_saturation_warns_on_large_logits(shape: str, factor: float,
 def test_moderately_large_logits_do_not_warn() -> None:
     d = examine(scaled_qk(build(LLAMA, 0), 3.0), checks=["attention.saturation"], probe_len=32)
     assert not d.flagged
+
+
+def test_sharp_heads_that_still_pass_gradient_are_info() -> None:
+    """W_Q, W_K x10: most heads sharp (mean max weight ~0.96) but the softmax Jacobian ~0.05,
+    as in a model trained to copy: INFO, not a warning."""
+    d = examine(scaled_qk(build(LLAMA, 0), 10.0), checks=["attention.saturation"], probe_len=32)
+    (f,) = d.findings
+    assert f.severity == Severity.INFO and f.measured <= 0.5, f.summary
+    assert len(f.details["sharp_content_heads"]) > 4
 
 
 # bug -> (model overrides, checks that must flag it); both shapes unless said
