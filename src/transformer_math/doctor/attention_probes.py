@@ -19,7 +19,7 @@ must not move the reference too.
 
 Checks (name: what is measured; severity when beyond the threshold):
 
-- ``attention.saturation`` (manual row 1, 000:1666; §8.3.1 "为什么除以 sqrt(d_k)"): per layer
+- ``attention.saturation`` (manual row 1, 000:1665; §8.3.1 "为什么除以 sqrt(d_k)"): per layer
   and head the row-wise logit spread, max weight, normalised entropy and softmax Jacobian norm
   ||diag(p) - p p^T||_2; WARNING when most heads are saturated (near one-hot rows: the softmax
   Jacobian, hence the gradient through attention, vanishes).
@@ -59,7 +59,7 @@ from transformer_math.doctor.engines import (
 from transformer_math.doctor.findings import Finding, Severity, judged
 
 SOURCE_SOFTMAX = "000 §8.3.1 (softmax attention, scaling by sqrt(d_k)); Vaswani et al. 2017 eq. 1"
-SOURCE_SATURATION = ("000:1666 (manual row 1: loss stuck, softmax saturated), 000 §8.3.1 "
+SOURCE_SATURATION = ("000:1665 (manual row 1: loss stuck, softmax saturated), 000 §8.3.1 "
                      "(Var(q.k / sqrt(d_k)) = sigma_q^2 sigma_k^2; softmax Jacobian "
                      "diag(p) - p p^T); Zhai et al. 2023 (attention entropy collapse)")
 SOURCE_CAUSAL = "000 §8.3.1 因果掩码 (M_ij = -inf for j > i, added before the softmax)"
@@ -74,7 +74,7 @@ TILED_PROBE = 160
 softmax merges two key tiles (with one tile the rescaling rule is never exercised)."""
 
 # ---------------------------------------------------------------------------- thresholds
-# Each threshold was set once from the sweep recorded in /tmp/i17/probes_H3.md (summarised in
+# Each threshold was set once from the sweep recorded in docs/doctor_sweeps.md, H3 (summarised in
 # each check's docstring).
 SATURATED_MAX_WEIGHT = 0.9
 """A head is saturated when the mean over its rows (>= 4 allowed keys) of the largest weight
@@ -327,7 +327,7 @@ def check_saturation(subject: Subject) -> list[Finding]:
     logit std sigma_q sigma_k (Var(q.k / sqrt(d_k)) = sigma_q^2 sigma_k^2 for independent q, k)
     next to the measured spread.
 
-    Sweep (probe 2 x 32, /tmp/i17/probes_H3.md). Healthy, fraction 0 everywhere: project
+    Sweep (probe 2 x 32, docs/doctor_sweeps.md, H3). Healthy, fraction 0 everywhere: project
     models seeds 0-2 (rope/swiglu and GPT-2-like; largest head mean max weight 0.14), W_Q, W_K
     x3 (0.62) and x5 (0.88), HF Llama / GPT-2 with HF init, with an N(0, 0.15^2) redraw
     (0.64) and briefly trained (tests/doctor/conftest.py, 150 steps: 0.39; 300 steps at lr
@@ -496,7 +496,7 @@ def check_recompute(subject: Subject) -> list[Finding]:
     is the backend's masked one (the mask-free fast path is covered by the causal and padding
     checks).
 
-    Sweep (/tmp/i17/probes_H3.md): healthy float32 models (rope/swiglu and GPT-2-like, seeds
+    Sweep (docs/doctor_sweeps.md, H3): healthy float32 models (rope/swiglu and GPT-2-like, seeds
     0-2; sdpa / reference / tiled backends; MHA, MQA; ALiBi with 3 and 4 heads; sliding
     window; HF Llama, GPT-2, Qwen2, Mistral, Gemma, Phi-3 checkpoints loaded by the project,
     random and trained): largest error 4.1e-7; float16 / bfloat16 models: <= 2.9e-3.
@@ -616,7 +616,7 @@ def check_causal_leakage(subject: Subject) -> list[Finding]:
     For a bidirectional model (engine.causal False) the opposite: the earlier outputs must
     change (else an implicit causal mask, bug family attention.implicit-causal).
 
-    Sweep (/tmp/i17/probes_H3.md): healthy causal models (project and HF, both engines, float32,
+    Sweep (docs/doctor_sweeps.md, H3): healthy causal models (project and HF, both engines, float32,
     float16, bfloat16): 0.0 exactly in every run (the earlier rows compute the same numbers);
     a causal model run with is_causal=False: leak of order 1e-2; bidirectional healthy:
     change 0.012 (GPT-2-like); attention.implicit-causal (reached by a causal=False model
@@ -701,7 +701,7 @@ def check_mask_coverage(subject: Subject) -> list[Finding]:
     cells are read from the scores when the engine gives them (the mask value, <= -1e4), so a
     very saturated softmax that underflows to 0 is not mistaken for a mask.
 
-    Sweep (/tmp/i17/probes_H3.md): healthy (all project and HF models of the other sweeps,
+    Sweep (docs/doctor_sweeps.md, H3): healthy (all project and HF models of the other sweeps,
     both engines): forbidden weight 0 exactly, blocked cells 0, row-sum error <= 2.4e-7
     (float16 2.4e-4, bfloat16 2.0e-3); planted causal-blocks-previous: 31 blocked cells of a
     32-token probe (every (i, i - 1)); softmax-wrong-axis: row sums off by 3.6 / 3.8;
@@ -832,7 +832,7 @@ def check_padding(subject: Subject) -> list[Finding]:
     other engines get cumsum(mask) - 1 with pads at 1, as transformers' ``generate``). Measured:
     max |padded - unpadded| / max |unpadded| on the real tokens; ERROR beyond 1e-4.
 
-    Sweep (/tmp/i17/probes_H3.md): healthy project and HF models (Llama, GPT-2, Qwen2, Mistral
+    Sweep (docs/doctor_sweeps.md, H3): healthy project and HF models (Llama, GPT-2, Qwen2, Mistral
     with and without a window, Gemma, Phi-3; both engines): 0.0 exactly in float32, <= 1.1e-3
     in float16, <= 8.1e-3 in bfloat16. Planted: transformer.padding-mask-inverted 0.47 / 0.52,
     attention.causal-blocks-previous 0.25 / 0.18 (the masked path builds the causal mask),
@@ -914,7 +914,7 @@ def check_masked_rows(subject: Subject) -> list[Finding]:
     Dehghani et al. 2023): the output and the reported weights must stay finite (a softmax
     without the max shift overflows past ~88 in float32).
 
-    Sweep (/tmp/i17/probes_H3.md): healthy (every project and HF model, both engines): 0
+    Sweep (docs/doctor_sweeps.md, H3): healthy (every project and HF model, both engines): 0
     non-finite values, overflow probe finite; attention.softmax-no-max-shift: the weights path
     is NaN in the overflow probe (the sdpa output path has its own stable kernel);
     attention.mask-finfo-min: 0 (finite uniform rows, real tokens unchanged). Threshold: 0.

@@ -44,7 +44,7 @@ from transformer_math.doctor.findings import Finding, Severity, beyond, judged
 DEEP_LAYERS = 12
 """Post-LN and norm-free stacks are flagged when ``num_layers > DEEP_LAYERS``.
 
-Sweep (``/tmp/i17/probes_H1.md``; project Transformer, d = 64, 4 heads, GELU, LayerNorm,
+Sweep (docs/doctor_sweeps.md (H1); project Transformer, d = 64, 4 heads, GELU, LayerNorm,
 random init, seeds 0 and 1, LM loss on 4 x 32 uniform tokens): the gradient norm of the last
 layer's W_2 is 0.27 / 0.28 / 0.26 / 0.32 / 0.33 for Post-LN at L = 2 / 6 / 12 / 24 / 48 (flat in
 L, as Xiong et al. 2020 Thm. 1 predict: O(d sqrt(ln d))) and 0.26 / 0.24 / 0.20 / 0.17 / 0.12 for

@@ -174,7 +174,7 @@ def depth_gradients(subject: Subject) -> list[Finding]:
     rho_g = (g_0 / g_L)^(1/L) and the Jacobian rate rho_J = J_L^(1/L); WARNING when either is
     outside [1/10, 10] (|log rho| > log 10 = 2.30).
 
-    Sweep (``/tmp/i17/probes_H5.md``; project models Llama-like (RMSNorm, SwiGLU, RoPE, GQA) and
+    Sweep (docs/doctor_sweeps.md (H5); project models Llama-like (RMSNorm, SwiGLU, RoPE, GQA) and
     GPT-2-like (LayerNorm, GELU, learned positions, N(0, 0.02^2) init), Pre- and Post-LN, depths
     2, 6, 12, probe_len 32): healthy random init (3 seeds, 36 models) max |log rho| 1.16
     (GPT-2-like Post-LN depth 2: the first norm rescales the 0.02-scale embedding); briefly
@@ -236,7 +236,7 @@ def residual_path(subject: Subject) -> list[Finding]:
     (a statistical indicator: ``norm.placement-probe`` is the structural ERROR) when the smallest
     over blocks is below 0.15. Probe: the first row's first 32 tokens (n = 32 d numbers).
 
-    Sweep (``/tmp/i17/probes_H5.md``; the models of :func:`depth_gradients`): healthy random
+    Sweep (docs/doctor_sweeps.md (H5); the models of :func:`depth_gradients`): healthy random
     init (36 models) min score 0.956 (trace: Pre-LN >= 0.99, Post-LN >= 0.89); briefly trained
     project models (12) min 0.897 (the trace falls to 0.42 in Post-LN, the cosine to 0.675 in
     Pre-LN GPT-2 block 0, never both); transformers checkpoints: min 0.59 (the 150-step trained
@@ -424,7 +424,7 @@ def norm_statistics(subject: Subject) -> list[Finding]:
     (LayerNorm), or mean(z^2) = s / (s + eps), s = mean(x^2) (RMSNorm). Measured: the largest
     deviation over tokens and modules; ERROR above 1e-3 (float32 outputs; 5e-2 for 16-bit).
 
-    Sweep (``/tmp/i17/probes_H5.md``; the models of :func:`depth_gradients`): healthy random
+    Sweep (docs/doctor_sweeps.md (H5); the models of :func:`depth_gradients`): healthy random
     init (36 models) max 3.4e-7, briefly trained (12) max 4.7e-7, transformers checkpoints
     (Llama, GPT-2, Gemma with its 1 + w gains, random and trained, both engines) max 3.7e-7;
     norm.layernorm-no-centering planted (LayerNorm models): min 0.41 over 6 + 4 models (the
@@ -572,7 +572,7 @@ def placement_probe(subject: Subject) -> list[Finding]:
     transformers engine: plain pre-norm decoder layers (Llama-like, GPT-2) only, block output
     = input + attention output + MLP output (forward hooks); other layouts NotApplicable.
 
-    Sweep (``/tmp/i17/probes_H5.md``; the models of :func:`depth_gradients`): healthy (36 random,
+    Sweep (docs/doctor_sweeps.md (H5); the models of :func:`depth_gradients`): healthy (36 random,
     12 trained, transformers checkpoints on both engines) error 0 exactly (the hypothesis is the
     block's own arithmetic); norm.pre-ln-as-post-ln planted in Pre-LN models: min 0.152
     (Llama-like; GPT-2-like 0.85-0.91), best fit 'post'; residual.dropped: min 0.80, best fit
@@ -651,7 +651,7 @@ def icl_induction(subject: Subject) -> list[Finding]:
     copying). With ``--context`` beyond the trained length, an INFO says the probe and any
     circuit were measured inside the trained length only (manual row 4, step 3).
 
-    Sweep (``/tmp/i17/probes_H5.md``, probe_len 32): random init project models (36) best
+    Sweep (docs/doctor_sweeps.md (H5), probe_len 32): random init project models (36) best
     induction score max 0.049 (uniform attention gives ~1/t), loss drop in [-0.04, 0.01];
     briefly trained project models max 0.084; transformers checkpoints trained 150 steps on
     repeated 2..6-token blocks max 0.028 (no induction head yet: INFO); planted positive, the

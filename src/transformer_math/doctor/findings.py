@@ -38,7 +38,7 @@ class Finding:
     ``check``: the registered check's name (``"attention.saturation"``); ``subject``: what was
     measured (``"layer 3 head 5"``, ``"rope pair 12"``, ``""`` for the whole model);
     ``summary``: one line with the number; ``meaning``: what it implies; ``fix``: what to do;
-    ``source``: the seed section or paper (``"000:1666 (manual row 1), §8.3.1"``).
+    ``source``: the seed section or paper (``"000:1665 (manual row 1), §8.3.1"``).
     """
 
     check: str

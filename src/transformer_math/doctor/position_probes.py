@@ -12,7 +12,7 @@ from a sweep of healthy and planted models (numbers in each check's docstring):
 - ``alibi.slopes``: the slopes measured from the logits equal Press et al. 2022's geometric
   sequence (and its rule for head counts that are not powers of two).
 - ``position.sinusoid-table``: the added code equals Vaswani et al. 2017 §3.5.
-- ``position.permutation``: a set model is permutation equivariant (manual row 3, 000:1668).
+- ``position.permutation``: a set model is permutation equivariant (manual row 3, 000:1667).
 
 The reference formulas (ALiBi slopes, sinusoidal code) are written here from the papers, not
 imported from ``functional/``, so a bug planted in the library cannot move the prediction.
@@ -60,8 +60,8 @@ PERMUTATION_TOLERANCE = 1e-3
 SOURCE_ROPE = "000 §8.3.3 理论 B; Su et al. 2021 (RoFormer) eq. 14"
 SOURCE_ALIBI = "Press et al. 2022 (ALiBi) §3; their get_slopes rule for other head counts"
 SOURCE_SINUSOID = "000 §8.3.3 理论 A; Vaswani et al. 2017 §3.5"
-SOURCE_PERMUTATION = "000:1668 (manual row 3), §8.3.1 property 3"
-SOURCE_TABLE = "000:1667 (manual row 2), §8.3.3 朴素方案三"
+SOURCE_PERMUTATION = "000:1667 (manual row 3), §8.3.1 property 3"
+SOURCE_TABLE = "000:1666 (manual row 2), §8.3.3 朴素方案三"
 SOURCE_CACHE = "000 §8.3.3 (KV cache: positions past .. past + t - 1); issue 14 zoo"
 
 

@@ -1,7 +1,7 @@
 """Doctor checks of rotary position embeddings: wavelengths, the base bound, the scaling
 parameters (static) and the engine's cos/sin tables against closed forms (dynamic).
 
-Manual row 2 of the seed (000:1667, "failure past the training length", §8.3.3): a RoPE pair
+Manual row 2 of the seed (000:1666, "failure past the training length", §8.3.3): a RoPE pair
 ``i`` rotates by ``m theta_i`` at position ``m``; its wavelength is ``lambda_i = 2 pi / theta_i``.
 A pair whose wavelength exceeds the training length never completed a rotation in training, so
 past that length it shows phases the model never saw (the LOW-frequency pairs; Liu et al. 2023,
@@ -41,7 +41,7 @@ from torch import Tensor
 from transformer_math.doctor.checks import DYNAMIC, STATIC, NotApplicable, Subject, register_check
 from transformer_math.doctor.findings import Finding, Severity, judged
 
-ROW2 = "000:1667 (manual row 2), §8.3.3"
+ROW2 = "000:1666 (manual row 2), §8.3.3"
 MEN_2024 = ("Men et al. 2024, 'Base of RoPE Bounds Context Length' (arXiv 2405.14591, NeurIPS "
             "2024), B_{m,theta} = sum_i cos(m theta_i) >= 0")
 HF_ROPE = "transformers modeling_rope_utils (rope_config_validation, _compute_*_parameters)"
@@ -860,7 +860,7 @@ SWITCH_CAP = 1 << 16
 ANGLE_TOLERANCE = 64.0
 """Angle error threshold in float32 rounding units |phi_engine - phi_ref| / (2^-24 (1 + |phi_ref|)).
 
-Sweep (/tmp/i17/probes_H2.md): healthy tables of 6 types (default, linear, dynamic, yarn,
+Sweep (docs/doctor_sweeps.md, H2): healthy tables of 6 types (default, linear, dynamic, yarn,
 llama3, longrope), d = 8 / 16 / 64, lengths up to 4096: at most 1.86 units (project engine) and
 2.75 (transformers engine, HF checkpoints); planted rope bugs (model built under the plant): at
 least 3.8e4 (rope.angles-in-bf16), 7.5e6 (dynamic-fixed-factor), 2.6e7 (cos-sin-swapped),
