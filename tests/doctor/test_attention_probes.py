@@ -149,9 +149,14 @@ def test_figures_and_saturation_numbers(project_models: dict[str, Any]) -> None:
     assert all(0 < x <= 0.5 for row in details["jacobian_norm"] for x in row)
 
 
-def test_linear_backend_is_not_recomputed() -> None:
-    d = examine(build(LLAMA, 0, attention_backend="linear"), checks=["attention.recompute"])
-    assert "not softmax attention" in d.skipped["attention.recompute"]
+def test_linear_backend_output_is_checked_against_its_reported_weights() -> None:
+    """No softmax to recompute: the output must still be the reported weights times v."""
+    model = build(LLAMA, 0, attention_backend="linear")
+    (f,) = examine(model, checks=["attention.recompute"]).findings
+    assert f.severity == Severity.OK and f.measured < 1e-5, f.summary
+    with bugs.plant("linear-attention.no-normaliser"):
+        (f,) = examine(model, checks=["attention.recompute"]).findings
+    assert f.severity == Severity.ERROR and f.measured > 1.0, f.summary
 
 
 # ------------------------------------------------------------------------------ planted

@@ -9,6 +9,11 @@ bug, how many claims reach it and which of them kill it; exit 1 when a bug survi
     tmath mutants --first-kill             # stop each bug at its first kill (what CI runs)
     tmath mutants --bug '^rope\\.' -k position --json zoo.json
     tmath mutants --tier full --seeds 1    # training claims too
+    tmath mutants --doctor --bug '^rope\\.'  # the doctor's checks against the engine bugs
+
+With ``--doctor`` the zoo is planted in the project's engine and the doctor's checks are the
+killers (``doctor/zoo.py``): per bug, the zoo models that reach its site and the checks that
+flag it there; exit 1 when an engine bug the zoo reaches is flagged by no check.
 """
 
 from __future__ import annotations
@@ -60,8 +65,25 @@ def mutants(
     json_file: Annotated[Path | None, typer.Option(
         "--json", help="Write the kill matrix as JSON.")] = None,
     threads: int = typer.Option(1, "--threads", help="torch intra-op threads (>= 1)."),
+    doctor: bool = typer.Option(False, "--doctor",
+                                help="Test the doctor instead of the claims: which doctor "
+                                     "checks flag each engine bug on the zoo models."),
+    doctor_checks: Annotated[list[str] | None, typer.Option(
+        "--check", help="With --doctor: glob on doctor check names (repeatable).")] = None,
+    doctor_models: Annotated[list[str] | None, typer.Option(
+        "--model", help="With --doctor: zoo model to use (repeatable; default all).")] = None,
 ) -> None:
-    """Plant every bug of the zoo and show which claims kill it (exit 1 if one survives)."""
+    """Plant every bug of the zoo and show which claims kill it (exit 1 if one survives).
+
+    With --doctor: plant every engine bug and show which `tmath doctor` checks flag it on the
+    doctor's zoo models (exit 1 if an engine bug the zoo reaches is flagged by no check).
+    """
+    if doctor:
+        _doctor_matrix(bug_pattern, json_file, seed=seed, threads=threads,
+                       first_flag=first_kill, checks=doctor_checks, models=doctor_models)
+        return
+    if doctor_checks or doctor_models:
+        _fail("--check and --model need --doctor")
     if tier not in ("quick", "full"):
         _fail(f"--tier must be one of quick, full; got {tier!r}")
     if size not in ("tiny", "default", "large"):
@@ -126,6 +148,55 @@ def mutants(
             _fail(f"cannot write --json file {str(json_file)!r}: {exc.strerror or exc}")
         out.write(f"wrote {json_file}\n")
     if s["survivors"] or s["unhealthy_claims"]:
+        raise typer.Exit(1)
+
+
+def _doctor_matrix(bug_pattern: str | None, json_file: Path | None, *, seed: int,
+                   threads: int, first_flag: bool, checks: list[str] | None,
+                   models: list[str] | None) -> None:
+    """``tmath mutants --doctor``: the doctor's flagging matrix (``doctor/zoo.py``)."""
+    integer("--seed", seed, low=0, high=2**32 - 1)
+    integer("--threads", threads, low=1, high=MAX_THREADS)
+    bug_pattern = _regex("--bug", bug_pattern)
+    output_file("--json", json_file)
+
+    import torch
+
+    from transformer_math.doctor import select_checks
+    from transformer_math.doctor.zoo import ZOO_MODELS, doctor_matrix, matrix_lines
+
+    known = [m.name for m in ZOO_MODELS]
+    for name in models or []:
+        if name not in known:
+            _fail(f"--model {name!r} is not a zoo model; known: {', '.join(known)}")
+    try:
+        select_checks(checks)
+    except ValueError as exc:
+        _fail(str(exc))
+    torch.set_num_threads(threads)
+
+    def step(bug: str, model: str) -> None:
+        sys.stderr.write(f"\r\033[K{bug} <- {model}")
+        sys.stderr.flush()
+
+    with internal_work():
+        matrix = doctor_matrix(bug_pattern, models or None, checks=checks or None, seed=seed,
+                               first_flag=first_flag,
+                               on_step=step if sys.stderr.isatty() else None)
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\033[K")
+    out = sys.stdout
+    for line in matrix_lines(matrix):
+        out.write(line + "\n")
+    if json_file is not None:
+        doc = {"seed": seed, "bug_pattern": bug_pattern, "checks": checks, "models": models,
+               "first_flag": first_flag, **matrix.to_json()}
+        try:
+            json_file.write_text(json.dumps(doc, indent=2) + "\n")
+        except OSError as exc:
+            _fail(f"cannot write --json file {str(json_file)!r}: {exc.strerror or exc}")
+        out.write(f"wrote {json_file}\n")
+    if matrix.missed:
         raise typer.Exit(1)
 
 

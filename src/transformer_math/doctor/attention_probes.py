@@ -470,6 +470,50 @@ def reference_attention(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, scale:
     return torch.matmul(weights, vv), weights, live.squeeze(-1)
 
 
+def _weights_against_output(subject: Subject, engine: ProjectEngine, backend: str
+                            ) -> list[Finding]:
+    """For a backend that is not softmax attention (``linear``: phi(q) phi(k)^T normalised by
+    phi(q)^T sum_j phi(k_j), Katharopoulos et al. 2020) there is no softmax to recompute, but
+    the weights it reports must still be the ones its output uses: z_h = A_h v_g(h), A from a
+    ``hook_pattern``-only pass, z from a pass without a weight listener (the user's path), both
+    on the mask-free random probe (the linear backend takes no finite mask). Threshold as the
+    softmax recomputation's (1e-4 relative): the zoo's linear model (GPT-2-like, seed 0) gives
+    8.6e-8 healthy and 954 with linear-attention.no-normaliser (the output left
+    unnormalised)."""
+    from transformer_math.nn.hooks import run_with_cache
+
+    model = engine.model
+    layers = [i for i, layer in enumerate(model.layers) if layer.attn is not None]
+    if not layers:
+        raise NotApplicable("the model has no self-attention layers")
+    ids = subject.random_ids("attention:random", length=_probe_len(subject, engine))
+    dev = engine._device
+    with torch.no_grad():
+        _, user = run_with_cache(model, ids.to(dev), names=[
+            f"layers.{i}.attn.hook_{x}" for i in layers for x in ("v", "z")])
+        _, reported = run_with_cache(model, ids.to(dev), names=[
+            f"layers.{i}.attn.hook_pattern" for i in layers])
+    worst, where = 0.0, ""
+    for i in layers:
+        v = user[f"layers.{i}.attn.hook_v"].cpu().double()
+        z = user[f"layers.{i}.attn.hook_z"].cpu().double()
+        a = reported[f"layers.{i}.attn.hook_pattern"].cpu().double()
+        group = a.shape[1] // v.shape[1]
+        ref = torch.matmul(a, v.repeat_interleave(group, dim=1))  # query head h reads h // g
+        err = float((z - ref).abs().max()) / max(float(ref.abs().max()), 1e-30)
+        if err > worst or not where:
+            worst, where = err, f"layer {i}"
+    tol = RECOMPUTE_TOL_LOW if _low_precision(engine) else RECOMPUTE_TOL
+    return [judged(
+        "attention.recompute", worst, tol, "above", bad=Severity.ERROR, subject=where,
+        summary=(f"backend {backend!r} is not softmax attention: its output against its own "
+                 f"reported weights times the values is off by {worst:.3g} (relative)"),
+        meaning=("the output does not use the weights the backend reports: a normaliser or "
+                 "a weight is lost between the two"),
+        fix=f"compare the {backend!r} backend's output path with its weight path",
+        source="Katharopoulos et al. 2020 (linear attention, eq. 5)")]
+
+
 @register_check("attention.recompute", kind=DYNAMIC,
                 families=("attention.gqa-tiled", "attention.scale-by-dk",
                           "attention.scale-dropped", "attention.scale-by-model-width",
@@ -515,8 +559,7 @@ def check_recompute(subject: Subject) -> list[Finding]:
     backend = config.attention_backend
     meta = ATTENTION_BACKENDS.metadata(backend)
     if not meta["exact"]:
-        raise NotApplicable(f"attention backend {backend!r} is not softmax attention "
-                            "(nothing exact to recompute)")
+        return _weights_against_output(subject, engine, backend)
     if config.position not in ("rope", "learned", "sinusoidal", "none", "alibi"):
         raise NotApplicable(f"position {config.position!r} adds a learned bias to the logits "
                             "that is not recomputed here")

@@ -1,0 +1,267 @@
+"""``tmath doctor PATH``: the seed's troubleshooting manual (000:1664-1673) run on a checkpoint.
+
+Runs the registered doctor checks (``transformer_math.doctor``: static checks on the config and
+the safetensors headers, dynamic probes through an engine) on a Hugging Face checkpoint
+directory and prints one row per finding (check, severity, subject, measured vs threshold,
+summary), then what each flagged finding means, how to fix it and its source, then a summary
+line. Exit 0 when no finding is a warning or an error, 1 when one is, 2 on bad usage (a path
+that is not a checkpoint directory, an option out of range, a ``--check`` pattern matching no
+check, ``--engine transformers`` without ``transformers`` installed): one line
+``tmath doctor: error: ...``, no traceback. Options are checked before anything is loaded.
+
+Examples::
+
+    tmath doctor ./my-llama --context 32768 --train-tokens 2e9
+    tmath doctor ./gpt2 --engine transformers --json - > diagnosis.json
+    tmath doctor ./ckpt --static                  # config and headers only, nothing allocated
+    tmath doctor ./ckpt --check 'rope.*' --check attention.saturation --report doctor-report
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from transformer_math.commands.args import (
+    fail,
+    integer,
+    internal_work,
+    json_text,
+    number,
+    output_file,
+    output_folder,
+)
+
+if TYPE_CHECKING:  # rich, torch and the doctor are imported when the command runs
+    from rich.console import Console
+
+    from transformer_math.doctor.findings import Diagnosis
+
+ENGINES = ("project", "transformers")
+MAX_CONTEXT = 1 << 30
+"""Largest ``--context`` (positions; 2**30 is beyond every released model)."""
+MAX_PROBE_LEN = 4096
+"""Longest ``--probe-len`` (the probes' cost grows with its square in attention)."""
+MAX_DOCTOR_SEED = 2**32 - 1
+"""Largest ``--seed`` (the doctor seeds each probe with seed * 1_000_003 + a salt, which must
+stay inside torch's 64-bit seed range)."""
+
+SEVERITY_STYLES = {"ok": "green", "info": "blue", "warning": "bold yellow", "error": "bold red"}
+
+
+def _progress(enabled: bool) -> Any:
+    """The callback ``examine`` calls with each check's name: an overwritten line on a terminal,
+    one line per check otherwise (logs)."""
+    tty = sys.stderr.isatty()
+
+    def show(name: str) -> None:
+        if not enabled:
+            return
+        if tty:
+            sys.stderr.write(f"\r\033[Kdoctor: {name}")
+        else:
+            sys.stderr.write(f"doctor: running {name}\n")
+        sys.stderr.flush()
+
+    return show
+
+
+def _clear_progress() -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\033[K")
+        sys.stderr.flush()
+
+
+def _number_text(value: Any) -> str:
+    from transformer_math.report.table import format_value
+
+    return format_value(value, max_chars=14)
+
+
+def threshold_text(finding: Any) -> str:
+    """``"> 0.1"`` when values above 0.1 are flagged, ``"< 0.5"`` for below, ``"—"`` without
+    a threshold."""
+    if finding.threshold is None:
+        return "—"
+    side = {"above": "> ", "below": "< "}.get(finding.comparison, "")
+    return f"{side}{_number_text(finding.threshold)}"
+
+
+def findings_table(diagnosis: Diagnosis) -> Any:
+    """A rich table: one row per finding (check, severity, subject, measured, flagged when,
+    summary)."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=box.SIMPLE_HEAVY, header_style="bold", pad_edge=False)
+    table.add_column("check", no_wrap=True, overflow="fold")
+    table.add_column("severity", no_wrap=True)
+    table.add_column("subject", overflow="fold")
+    table.add_column("measured", justify="right", no_wrap=True)
+    table.add_column("flagged when", justify="right", no_wrap=True)
+    table.add_column("summary", overflow="fold")
+    for f in diagnosis.findings:
+        word = str(f.severity)
+        table.add_row(f.check, Text(word, style=SEVERITY_STYLES.get(word, "")), f.subject or "",
+                      _number_text(f.measured), threshold_text(f), f.summary)
+    return table
+
+
+def summary_line(diagnosis: Diagnosis) -> str:
+    """``N findings from K checks (S skipped): e errors, w warnings, i info, o ok; T s``."""
+    counts = {w: 0 for w in ("error", "warning", "info", "ok")}
+    for f in diagnosis.findings:
+        counts[str(f.severity)] = counts.get(str(f.severity), 0) + 1
+    ran = len(diagnosis.seconds) - len(diagnosis.skipped)
+    verdict = "PROBLEMS FOUND" if diagnosis.flagged else "healthy"
+    return (f"{verdict}: {len(diagnosis.findings)} findings from {ran} checks "
+            f"({len(diagnosis.skipped)} skipped, engine {diagnosis.engine}): "
+            f"{counts['error']} errors, {counts['warning']} warnings, {counts['info']} info, "
+            f"{counts['ok']} ok; {sum(diagnosis.seconds.values()):.2f} s")
+
+
+def print_diagnosis(diagnosis: Diagnosis, out: Console, *, verbose_skips: bool = True) -> None:
+    """The table, what every flagged finding means (meaning / fix / source), the skipped checks
+    and the summary line."""
+    out.print(findings_table(diagnosis))
+    for f in diagnosis.flagged:
+        style = SEVERITY_STYLES.get(str(f.severity), "")
+        out.print(f"[{style}]{str(f.severity).upper()}[/] {f.check}"
+                  + (f" ({f.subject})" if f.subject else "") + f": {f.summary}",
+                  highlight=False, markup=True)
+        for label, text in (("meaning", f.meaning), ("fix", f.fix), ("source", f.source)):
+            if text:
+                out.print(f"    {label}: {text}", highlight=False, markup=False)
+    if verbose_skips and diagnosis.skipped:
+        out.print("skipped: " + "; ".join(f"{name} ({why})"
+                                          for name, why in diagnosis.skipped.items()),
+                  style="dim", highlight=False, markup=False)
+    out.print(summary_line(diagnosis), highlight=False, markup=False,
+              style="bold red" if diagnosis.flagged else "bold green")
+
+
+def _checkpoint_dir(path: Path) -> Path:
+    if not path.exists():
+        fail(f"PATH {str(path)!r} does not exist")
+    if not path.is_dir():
+        fail(f"PATH {str(path)!r} is not a directory (expected a Hugging Face checkpoint "
+             "folder with config.json)")
+    if not (path / "config.json").is_file():
+        fail(f"PATH {str(path)!r} has no config.json: not a Hugging Face checkpoint directory")
+    return path
+
+
+def doctor(
+    path: Annotated[Path, typer.Argument(
+        help="Hugging Face checkpoint directory (config.json + safetensors weights).")],
+    context: Annotated[int | None, typer.Option(
+        "--context", help="Target context length (default: the model's maximum length).")
+    ] = None,
+    train_tokens: Annotated[float | None, typer.Option(
+        "--train-tokens", help="Tokens the model was or will be trained on (Chinchilla check).")
+    ] = None,
+    engine: Annotated[str, typer.Option(
+        "--engine", metavar="project|transformers",
+        help="Who runs the model: the project's Transformer or Hugging Face transformers.")
+    ] = "project",
+    set_model: Annotated[bool, typer.Option(
+        "--set-model", help="The model is meant to be permutation equivariant (sets).")
+    ] = False,
+    check: Annotated[list[str] | None, typer.Option(
+        "--check", help="Glob on check names to run (repeatable; default: every check).")
+    ] = None,
+    static: Annotated[bool, typer.Option(
+        "--static", help="Static checks only: config and headers, no weights loaded.")
+    ] = False,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the synthetic probe inputs.")] = 0,
+    probe_len: Annotated[int | None, typer.Option(
+        "--probe-len", help="Length of the synthetic probe sequences (default min(64, trained "
+                            "length)).")
+    ] = None,
+    json_file: Annotated[Path | None, typer.Option(
+        "--json", help="Write the diagnosis as JSON to this file ('-': to stdout, with the "
+                       "table on stderr).")
+    ] = None,
+    report_dir: Annotated[Path | None, typer.Option(
+        "--report", help="Write an HTML report with figures into this folder.")
+    ] = None,
+) -> None:
+    """Diagnose a checkpoint: the seed's troubleshooting manual and known engine bugs as checks.
+
+    Prints every finding with its measured number and threshold, then meaning, fix and source
+    of each flagged one. Exits 0 when nothing is a warning or an error, 1 otherwise, 2 on bad
+    usage.
+    """
+    if engine not in ENGINES:
+        fail(f"--engine must be one of {', '.join(ENGINES)}; got {engine!r}")
+    integer("--context", context, low=1, high=MAX_CONTEXT)
+    number("--train-tokens", train_tokens, low=0, low_open=True)
+    integer("--seed", seed, low=0, high=MAX_DOCTOR_SEED)
+    integer("--probe-len", probe_len, low=2, high=MAX_PROBE_LEN)
+    to_stdout = json_file is not None and str(json_file) == "-"
+    if not to_stdout:
+        output_file("--json", json_file, make_parents=True)
+    output_folder("--report", report_dir)
+    _checkpoint_dir(path)
+    if engine == "transformers" and not static and importlib.util.find_spec(
+            "transformers") is None:
+        fail("--engine transformers needs the 'transformers' package, which is not installed "
+             "(pip install transformers), or use --engine project")
+
+    from rich.console import Console
+
+    from transformer_math.commands.args import is_internal
+    from transformer_math.doctor import Options, run_checks, select_checks, subject_for
+
+    try:
+        chosen = select_checks(check, static_only=static)
+    except ValueError as exc:
+        fail(str(exc))
+    options = Options(context=context, train_tokens=train_tokens, set_model=set_model,
+                      seed=seed, probe_len=probe_len)
+    try:  # reading and loading the checkpoint: its errors are the user's input
+        subject = subject_for(path, options, engine=engine, static_only=static)
+    except ImportError as exc:
+        fail(f"--engine {engine}: cannot load the engine ({exc})")
+    except (OSError, ValueError, TypeError) as exc:
+        if is_internal(exc):
+            raise
+        fail(f"cannot load checkpoint {str(path)!r}: {exc}")
+
+    err = Console(stderr=True, highlight=False)
+    out = err if to_stdout else Console(highlight=False, width=None if sys.stdout.isatty()
+                                        else 160)
+    with internal_work():  # checks run on validated input: an escaping ValueError is ours
+        diagnosis = run_checks(subject, chosen, target=str(path), engine=engine,
+                               progress=_progress(True))
+    _clear_progress()
+    print_diagnosis(diagnosis, out)
+    if json_file is not None:
+        text = json_text(diagnosis.to_json(), indent=2) + "\n"
+        if to_stdout:
+            typer.echo(text, nl=False)
+        else:
+            try:
+                json_file.write_text(text, encoding="utf-8")
+            except OSError as exc:
+                fail(f"cannot write --json file {str(json_file)!r}: {exc.strerror or exc}")
+            out.print(f"wrote {json_file}", style="dim")
+    if report_dir is not None:
+        from transformer_math.doctor.report import write_report
+
+        try:
+            index = write_report(diagnosis, report_dir)
+        except OSError as exc:
+            fail(f"cannot write --report folder {str(report_dir)!r}: {exc.strerror or exc}")
+        out.print(f"wrote {index}", style="dim")
+    raise typer.Exit(diagnosis.exit_code)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``doctor`` to the ``tmath`` application."""
+    app.command("doctor")(doctor)
