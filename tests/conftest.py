@@ -23,3 +23,22 @@ def _one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Groups for ``pytest -n 2 --dist loadgroup`` (what ``make test`` runs): a session cache
+    is computed once per worker, so every test that reads the shared claim runs
+    (``full_runs``, ``quick_runs``) or the doctor's trained checkpoints runs in that cache's
+    group, and every other test stays with the other tests of its file (module fixtures are
+    then built once). Without xdist the groups are unused markers."""
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        if "full_runs" in fixtures:
+            group = "full_runs"
+        elif "quick_runs" in fixtures:
+            group = "quick_runs"
+        elif "tests/doctor/" in item.nodeid:
+            group = "doctor"
+        else:
+            group = item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))
