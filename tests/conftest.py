@@ -25,13 +25,18 @@ def _one_torch_thread():
     torch.set_num_threads(before)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Groups for ``pytest -n 2 --dist loadgroup`` (what ``make test`` runs): a session cache
     is computed once per worker, so every test that reads the shared claim runs
     (``full_runs``, ``quick_runs``) or the doctor's trained checkpoints runs in that cache's
     group, and every other test stays with the other tests of its file (module fixtures are
-    then built once). Without xdist the groups are unused markers."""
+    then built once). A test that reads what the shared runs memoised marks itself
+    (``@pytest.mark.xdist_group("full_runs")``). Without xdist the groups are unused markers.
+    (pytest 9 ignores the groups of pytest-xdist 3.8, hence the pin below 9 in pyproject.)"""
     for item in items:
+        if item.get_closest_marker("xdist_group") is not None:  # the test chose its group
+            continue
         fixtures = getattr(item, "fixturenames", ())
         if "full_runs" in fixtures:
             group = "full_runs"
