@@ -66,7 +66,6 @@ def test_multimodal_tiny():
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("full_runs")  # the memo it reads is filled by the dt claims' full runs
 def test_dt_tiny_studies():
     # memoized: the same runs as the dt claims' tiny runs (tests/claims), computed once
     st = memo.memoized(robotics_dt.run_stitching, robotics_dt.StitchingConfig.tiny(seed=0))
