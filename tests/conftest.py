@@ -32,9 +32,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     (``full_runs``, ``quick_runs``) or the doctor's trained checkpoints runs in that cache's
     group, and every other test stays with the other tests of its file (module fixtures are
     then built once); a test may choose its own group (``@pytest.mark.xdist_group(name)``).
-    The ``full_runs`` group is the longest (about 10 of the 12.5 minutes of ``make test``), so
-    a test that only reuses one of its memoised runs (``test_dt_tiny_studies``, 80 s) stays
-    out of it. Without xdist the groups are unused markers.
+    The ``full_runs`` group is the longest one (its worker finishes last), so a test that
+    only reuses one of its memoised runs (``test_dt_tiny_studies``, 80 s of its own training)
+    stays out of it. Without xdist the groups are unused markers.
     (pytest 9 ignores the groups of pytest-xdist 3.8, hence the pin below 9 in pyproject.)"""
     for item in items:
         if item.get_closest_marker("xdist_group") is not None:  # the test chose its group
