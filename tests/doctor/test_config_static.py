@@ -58,7 +58,7 @@ def _config_subject(options: Options | None = None, **fields: Any) -> Any:
     config = TransformerConfig(**{"vocab_size": 64, "hidden_size": 16, "num_heads": 2,
                                   **fields})
     subject = Subject(config, options or Options())
-    return run_checks(subject, select_checks(STATIC_MINE), target="config", engine="project")
+    return run_checks(subject, select_checks(STATIC_MINE), target="config")
 
 
 # ------------------------------------------------------------------------------ healthy

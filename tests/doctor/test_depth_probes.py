@@ -29,7 +29,7 @@ def run(target, *, engine: str = "project", **options):
 
     options.setdefault("probe_len", 32)
     subject = subject_for(target, Options(**options), engine=engine)
-    return run_checks(subject, [CHECKS[n] for n in NAMES], target="t", engine=engine)
+    return run_checks(subject, [CHECKS[n] for n in NAMES], target="t")
 
 
 def assert_silent(diagnosis) -> None:

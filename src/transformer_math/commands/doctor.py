@@ -237,7 +237,7 @@ def doctor(
     out = err if to_stdout else Console(highlight=False, width=None if sys.stdout.isatty()
                                         else 160)
     with internal_work():  # checks run on validated input: an escaping ValueError is ours
-        diagnosis = run_checks(subject, chosen, target=str(path), engine=engine,
+        diagnosis = run_checks(subject, chosen, target=str(path),
                                progress=_progress(True))
     _clear_progress()
     print_diagnosis(diagnosis, out)

@@ -150,7 +150,7 @@ def select_checks(patterns: Iterable[str] | None = None, *, static_only: bool = 
     return chosen
 
 
-def run_checks(subject: Subject, checks: list[Check], *, target: str, engine: str,
+def run_checks(subject: Subject, checks: list[Check], *, target: str,
                progress: Callable[[str], None] | None = None) -> Diagnosis:
     """Run ``checks`` on ``subject``; a check that raises NotApplicable is recorded as skipped,
     one that raises anything else becomes an error finding (the probe made the model fail)."""
@@ -202,4 +202,4 @@ def examine(target: Any, *, context: int | None = None, train_tokens: float | No
     chosen = select_checks(checks, static_only=static_only)
     subject = subject_for(target, options, engine=engine, static_only=static_only)
     name = str(target) if isinstance(target, str | Path) else type(target).__name__
-    return run_checks(subject, chosen, target=name, engine=engine, progress=progress)
+    return run_checks(subject, chosen, target=name, progress=progress)

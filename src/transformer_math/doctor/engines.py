@@ -15,6 +15,7 @@ passes).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import torch
@@ -43,7 +44,7 @@ def logits_from_weights(weights: Tensor, floor: float = 1e-30) -> Tensor:
     return torch.log(weights.float().clamp_min(floor))
 
 
-class Engine:
+class Engine(ABC):
     """The interface the dynamic checks use (subclasses implement every method).
 
     Attributes: ``name`` ("project" or "transformers"), ``num_layers``, ``num_heads``,
@@ -64,39 +65,45 @@ class Engine:
     max_positions: int | None
     supports_cache: bool = True
 
+    @abstractmethod
     def logits(self, ids: Tensor, *, attention_mask: Tensor | None = None,
                position_ids: Tensor | None = None) -> Tensor:
         """(B, T, V) float32 output of one forward pass."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def attention(self, ids: Tensor, *, attention_mask: Tensor | None = None,
                   position_ids: Tensor | None = None) -> list[AttentionRecord]:
         """One :class:`AttentionRecord` per layer, in order."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def cached_logits(self, ids: Tensor, prefix: int, step: int = 1) -> Tensor:
         """(B, T, V): ``ids[:, :prefix]`` in one forward pass, then the later tokens ``step`` at
         a time (blocks of several new tokens test the causal alignment under a cache) through
         the engine's KV cache; the logits of every position, concatenated."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def embed(self, ids: Tensor) -> Tensor:
         """(B, T, input_width): what :meth:`run_embedded` takes so that
         ``run_embedded(embed(ids))`` equals a forward pass on ``ids`` (positions added inside)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def run_embedded(self, inputs: Tensor) -> tuple[Tensor, list[Tensor]]:
         """(output (B, T, V or d), [h_0, ..., h_L]) WITH autograd: ``h_0`` the residual stream
         entering the first block, ``h_l`` the stream after block l (each (B, T, d)), so that
         gradients and Jacobians can be taken with respect to any of them."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def rotary_tables(self, seq_len: int) -> tuple[Tensor, Tensor, str] | None:
         """(cos, sin, layout) as the engine applies them to a sequence of ``seq_len`` tokens at
         positions 0 .. seq_len - 1: cos and sin (seq_len, rotary_dim) float32 including any
         attention factor on them, layout ``"half"`` (pairs (i, i + d/2)) or ``"interleaved"``
         (pairs (2i, 2i + 1)); None for a model without RoPE."""
-        raise NotImplementedError
+        ...
 
 
 class ProjectEngine(Engine):
