@@ -314,7 +314,9 @@ TierOption = Annotated[
 ]
 PatternOption = Annotated[
     str | None,
-    typer.Option("-k", "--pattern", help="Regular expression matched against claim id and topic."),
+    typer.Option("-k", "--pattern",
+                 help="Regular expression, case-insensitive, searched in claim id, topic, "
+                 "source, statement, section (8.3.3) and project module (M2)."),
 ]
 SeedOption = Annotated[int, typer.Option("--seed", min=0, help="Seed of every random draw.")]
 SeedsOption = Annotated[

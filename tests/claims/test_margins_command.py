@@ -90,11 +90,11 @@ def test_verdict_that_disagrees_with_margins_is_a_failure(fake: None) -> None:
 
 
 def test_margins_command_firm_and_weak(fake: None, runner: CliRunner, tmp_path: Path) -> None:
-    result = runner.invoke(app, ["margins", "-k", "firm|cited", "--seeds", "0-4"])
+    result = runner.invoke(app, ["margins", "-k", r"^testing\.(firm|cited)$", "--seeds", "0-4"])
     assert result.exit_code == 0, result.output
     assert "2/2 claims firm" in result.output
     out = tmp_path / "m.json"
-    result = runner.invoke(app, ["margins", "-k", "thin|liar", "--seeds", "0,1,2,3,4",
+    result = runner.invoke(app, ["margins", "-k", r"^testing\.(thin|liar)$", "--seeds", "0,1,2,3,4",
                                  "--json", str(out)])
     assert result.exit_code == 1, result.output
     assert "0/2 claims firm" in result.output

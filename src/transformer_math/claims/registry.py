@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from transformer_math import bugs
+from transformer_math import bugs, chapters
 from transformer_math.registry import Registry
 
 T = TypeVar("T")
@@ -368,6 +368,35 @@ class Refutation:
 
 
 @dataclass(frozen=True)
+class Correction:
+    """A seed statement a primary source contradicts, reported as *cited*, not measured: a wrong
+    author, venue, year, arXiv number or affiliation, or a paper described as saying what it does
+    not. ``source`` names where the correct version is found (paper, section, equation).
+
+    A correction never makes a verdict ``refuted``: only a measurement does (:class:`Refutation`).
+    """
+
+    seed: str
+    line: int
+    says: str
+    correct: str
+    source: str
+
+    def __post_init__(self) -> None:
+        if self.seed not in SEED_FILES:
+            raise ValueError(f"seed must be one of {sorted(SEED_FILES)}, got {self.seed!r}")
+        if not isinstance(self.line, int) or self.line < 1:
+            raise ValueError(f"line must be a positive integer, got {self.line!r}")
+        for name in ("says", "correct", "source"):
+            if not str(getattr(self, name)).strip():
+                raise ValueError(f"correction at {self.seed}:{self.line}: {name} must not be empty")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seed": self.seed, "line": self.line, "says": self.says, "correct": self.correct,
+                "source": self.source}
+
+
+@dataclass(frozen=True)
 class Claim:
     id: str
     topic: str
@@ -380,6 +409,9 @@ class Claim:
     version: int = 1
     seed_refs: tuple[SeedRef, ...] = ()
     refutes: tuple[Refutation, ...] = ()
+    corrections: tuple[Correction, ...] = ()
+    #: the statement in Chinese (else the catalog ``transformer_math.i18n`` is asked)
+    statement_zh: str = ""
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z]+\.[a-z0-9-]+", self.id):
@@ -399,6 +431,40 @@ class Claim:
 
     def claim_expected(self) -> str | None:
         return self.expected.value if self.expected is not None else None
+
+    @property
+    def sections(self) -> tuple[str, ...]:
+        """The seed sections (``transformer_math.chapters``) its seed lines fall in, in the order
+        of ``seed_refs``, without repeats (``"8.3.3"``, ``"004.ch9"``, ...)."""
+        keys: list[str] = []
+        for r in self.seed_refs:
+            s = chapters.section_of(r.seed, r.lines[0])
+            if s is not None and s.key not in keys:
+                keys.append(s.key)
+        return tuple(keys)
+
+    @property
+    def section(self) -> str | None:
+        """The section the claim is read in: the first of :attr:`sections` (None without any)."""
+        return self.sections[0] if self.sections else None
+
+    @property
+    def module(self) -> str | None:
+        """The chapter's project module (``"M1"``..``"M4"``, 000:1573-1587) this claim is."""
+        for name, claim_id in chapters.PROJECT_MODULES.items():
+            if claim_id == self.id:
+                return name
+        return None
+
+    def search_fields(self) -> tuple[str, ...]:
+        """What ``-k`` searches, each field on its own (so ``^`` and ``$`` anchor a field): id,
+        topic, source, statement (both languages), the sections (``8.3.3`` and ``§8.3.3``) and
+        the project module (``M2``)."""
+        parts = [self.id, self.topic, self.source, self.statement, self.statement_zh]
+        parts += [p for key in self.sections for p in (key, "§" + key)]
+        if self.module:
+            parts.append(self.module)
+        return tuple(p for p in parts if p)
 
 
 CLAIMS: Registry[Claim] = Registry("claim")
@@ -431,12 +497,15 @@ def claim(
     version: int = 1,
     seed_refs: Iterable[SeedRef | tuple[str, int, int]] = (),
     refutes: Iterable[Refutation] = (),
+    corrections: Iterable[Correction] = (),
+    statement_zh: str = "",
 ) -> Callable[[CheckFn], CheckFn]:
     """Register the decorated function ``check(ctx) -> Evidence`` as a claim.
 
     ``falsifier`` is a bug name (or :class:`Falsifier`); ``seed_refs`` items are
     :class:`SeedRef` or ``(seed, start, end)``; ``expected`` is the verdict the claim should
-    obtain (``refuted`` requires ``refutes``).
+    obtain (``refuted`` requires ``refutes``); ``corrections`` are seed statements a primary
+    source contradicts (cited, never a verdict); ``statement_zh`` the statement in Chinese.
     """
     if isinstance(falsifier, str):
         falsifier = Falsifier(falsifier)
@@ -459,6 +528,8 @@ def claim(
             version=version,
             seed_refs=refs,
             refutes=tuple(refutes),
+            corrections=tuple(corrections),
+            statement_zh=" ".join(statement_zh.split()),
         )
         if id in CLAIMS and CLAIMS[id].check is fn:
             return fn
@@ -505,13 +576,16 @@ def get_claim(claim_id: str) -> Claim:
 def select_claims(
     claims: Iterable[Claim], *, tier: Tier | str | None = None, pattern: str | None = None
 ) -> list[Claim]:
-    """Filter by tier (``quick`` selects quick only, ``full`` selects all) and substring/regex."""
+    """Filter by tier (``quick`` selects quick only, ``full`` selects all) and a regular
+    expression searched, case-insensitively, in :meth:`Claim.search_fields` (id, topic, source,
+    statement, sections, project module): ``8.3.3``, ``RoPE`` and ``M2`` find what a reader
+    of the chapter expects."""
     out = list(claims)
     if tier is not None and Tier(tier) is Tier.QUICK:
         out = [c for c in out if c.tier is Tier.QUICK]
     if pattern:
-        rx = re.compile(pattern)
-        out = [c for c in out if rx.search(c.id) or rx.search(c.topic)]
+        rx = re.compile(pattern, re.IGNORECASE)
+        out = [c for c in out if any(rx.search(f) for f in c.search_fields())]
     return out
 
 
@@ -589,6 +663,11 @@ def claim_json(c: Claim) -> dict[str, Any]:
         "version": c.version,
         "seed_refs": [r.to_json() for r in c.seed_refs],
         "refutes": [r.to_json() for r in c.refutes],
+        "corrections": [r.to_json() for r in c.corrections],
+        "statement_zh": c.statement_zh or None,
+        "section": c.section,
+        "sections": list(c.sections),
+        "module": c.module,
         "falsifier_bug": c.falsifier.bug if c.falsifier is not None else None,
     }
 

@@ -1,0 +1,99 @@
+"""Chinese and English: the report's and the terminal's words in either language.
+
+The seeds are Chinese and so are most readers; the project's own text (claim statements, notes,
+figure labels, the report's headings) is written in English and translated here:
+
+- :func:`statement` gives a claim's statement in a language: English as written; Chinese from
+  the claim's own ``statement_zh`` or, for the claims written before it existed, the catalog
+  :data:`~transformer_math.i18n.zh_statements.ZH_STATEMENTS` (by claim id);
+- :func:`ui` gives an interface string (headings, column names, buttons) by key
+  (:data:`~transformer_math.i18n.ui.UI`);
+- :func:`text` translates free text a check produced (notes, figure titles, axis and series
+  labels): an exact entry of :data:`~transformer_math.i18n.zh_text.ZH_TEXT` first, then the
+  first matching pattern of :data:`~transformer_math.i18n.zh_text.ZH_PATTERNS` (a regular
+  expression whose groups are put into a template, so numbers survive), else the text unchanged;
+  :func:`translated` says whether a translation exists, so tests can measure coverage.
+
+Pure data and string functions; no project imports besides the catalogs (any layer may import).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from transformer_math.i18n.ui import UI
+from transformer_math.i18n.zh_statements import ZH_STATEMENTS
+from transformer_math.i18n.zh_text import ZH_PATTERNS, ZH_TEXT
+
+LANGS = ("en", "zh")
+
+_COMPILED: list[tuple[re.Pattern[str], str]] = []
+
+
+def check_lang(lang: str) -> str:
+    """``lang`` if it is one of :data:`LANGS`, else a ``ValueError`` naming the argument."""
+    if lang not in LANGS:
+        raise ValueError(f"lang must be one of {list(LANGS)}, got {lang!r}")
+    return lang
+
+
+def _patterns() -> list[tuple[re.Pattern[str], str]]:
+    if len(_COMPILED) != len(ZH_PATTERNS):
+        _COMPILED[:] = [(re.compile(rx), template) for rx, template in ZH_PATTERNS]
+    return _COMPILED
+
+
+def _zh(s: str) -> str | None:
+    if s in ZH_TEXT:
+        return ZH_TEXT[s]
+    for rx, template in _patterns():
+        m = rx.fullmatch(s)
+        if m is not None:
+            return m.expand(template)
+    return None
+
+
+def translated(s: str, lang: str = "zh") -> bool:
+    """True when :func:`text` has a translation of ``s`` into ``lang`` (English always has)."""
+    check_lang(lang)
+    return lang == "en" or not s.strip() or _zh(s) is not None
+
+
+def text(s: str, lang: str) -> str:
+    """``s`` in ``lang`` (free text from a check); unchanged when no translation exists."""
+    check_lang(lang)
+    if lang == "en" or not s:
+        return s
+    out = _zh(s)
+    return s if out is None else out
+
+
+def ui(key: str, lang: str, **values: Any) -> str:
+    """The interface string ``key`` in ``lang``, formatted with ``values``; an unknown key is a
+    ``KeyError`` (a typo must not silently show the key)."""
+    check_lang(lang)
+    entry = UI[key]
+    return entry.get(lang, entry["en"]).format(**values)
+
+
+def statement(claim: Any, lang: str) -> str:
+    """A claim's statement in ``lang``: a :class:`~transformer_math.claims.registry.Claim` or a
+    claim's JSON (``id``, ``statement``, optional ``statement_zh``). Without a Chinese version
+    the English one is returned (:func:`has_statement` tells which)."""
+    check_lang(lang)
+    get = claim.get if isinstance(claim, Mapping) else (lambda k, d=None: getattr(claim, k, d))
+    english = get("statement", "") or ""
+    if lang == "en":
+        return english
+    return get("statement_zh", None) or ZH_STATEMENTS.get(get("id", ""), english)
+
+
+def has_statement(claim: Any, lang: str) -> bool:
+    """True when :func:`statement` has ``claim`` in ``lang`` (not the English fallback)."""
+    check_lang(lang)
+    if lang == "en":
+        return True
+    get = claim.get if isinstance(claim, Mapping) else (lambda k, d=None: getattr(claim, k, d))
+    return bool(get("statement_zh", None) or get("id", "") in ZH_STATEMENTS)
