@@ -90,7 +90,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("000", "project", 1573, 1588, "Project: M1-M4", "累积项目：本章新增模块 M1-M4"),
     Section("000", "reading", 1589, 1659, "Further reading and later chapters",
             "延伸阅读与后续章节"),
-    Section("000", "manual", 1660, 1714, "Troubleshooting manual and research practice",
+    Section("000", "manual", 1660, 1715, "Troubleshooting manual and research practice",
             "故障排查手册与研究实践建议"),
     Section("004", "004.attention", 1, 103, "004 Self-attention: formula, complexity, softmax",
             "004 Self-Attention机制：核心公式、复杂度、数值稳定性"),
@@ -111,19 +111,19 @@ SECTIONS: tuple[Section, ...] = (
             "004 第12章：QK 特征谱局部化理论"),
     Section("004", "004.ch13", 883, 1076, "004 ch. 13 High-dimensional single-head attention",
             "004 第13章：单头注意力高维极限理论"),
-    Section("004", "004.refs", 1077, 1106, "004 References", "004 参考文献"),
-    Section("003", "003", 1, 89, "003 Concept page: Transformer", "003 概念页：Transformer"),
+    Section("004", "004.refs", 1077, 1107, "004 References", "004 参考文献"),
+    Section("003", "003", 1, 90, "003 Concept page: Transformer", "003 概念页：Transformer"),
 )
 
 #: The seeds by prefix: the SHA-256 and line count of the copies this project's line numbers
 #: refer to (``tmath annotate`` compares a user's file with these).
 SEED_FILES: dict[str, dict[str, object]] = {
     "000": {"sha256": "3784aa069148eb4de7b278817478d6d47c064ccda75f2413572effe3a7bd69b0",
-            "lines": 1714, "name": "000_200434394aa54b56.txt"},
+            "lines": 1715, "name": "000_200434394aa54b56.txt"},
     "003": {"sha256": "4dfe6658eec732ba8babf8e8c6e42078da3a88e5c9227e1abe1bfcf776a699c5",
-            "lines": 89, "name": "003_8dcc832520a9e39a.txt"},
+            "lines": 90, "name": "003_8dcc832520a9e39a.txt"},
     "004": {"sha256": "9f25bb76b77a4e952185a57fc39662a55c7b727ae263bf561f714e1c4ecc79ef",
-            "lines": 1106, "name": "004_5911fa9763e349d0.txt"},
+            "lines": 1107, "name": "004_5911fa9763e349d0.txt"},
 }
 
 #: The chapter's project modules (000:1573-1587) and the claims that are their checks.
