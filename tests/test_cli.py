@@ -500,3 +500,74 @@ def test_help_of_every_command_does_not_import_torch() -> None:
         imported = _help_imports([name])
         assert imported["matplotlib"] is False, name
         assert imported["torch"] is (name in HELP_NEEDS_TORCH), name
+
+
+# --- languages ---------------------------------------------------------------------------------
+
+
+def test_cli_languages_are_the_i18n_languages() -> None:
+    from transformer_math import cli, i18n
+
+    assert cli.LANGS == i18n.LANGS
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["verify", "--lang", "fr"],
+        ["verify", "--lang", "ZH", "--report", "{tmp}/r"],
+        ["report", "{tmp}", "--lang", "de"],
+        ["list", "--lang", "cn"],
+        ["show", "testing.caught", "--lang", ""],
+    ],
+)
+def test_bad_lang_exits_2_with_one_line(
+    runner: CliRunner, fake_claims: dict[str, Claim], tmp_path: Path, args: list[str]
+) -> None:
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    line = _one_line_error(result.stderr)
+    assert "--lang must be one of en, zh" in line
+    assert not (tmp_path / "r").exists() and not (tmp_path / "index.html").exists()
+
+
+def test_verify_and_report_in_chinese(
+    runner: CliRunner, fake_claims: dict[str, Claim], tmp_path: Path
+) -> None:
+    report_dir = tmp_path / "zh"
+    result = runner.invoke(app, ["verify", "-k", r"figure|\.caught$", "--lang", "zh",
+                                 "--report", str(report_dir)])
+    assert result.exit_code == 0, result.output
+    page = (report_dir / "index.html").read_text(encoding="utf-8")
+    assert '<html lang="zh-CN">' in page and "目录" in page and "返回顶部" in page
+    assert "证伪器已捕获" in page  # testing.caught's falsifier, in Chinese
+
+    en_dir = tmp_path / "en"
+    result = runner.invoke(app, ["report", str(en_dir), "--from",
+                                 str(report_dir / "results.json"), "--lang", "en"])
+    assert result.exit_code == 0, result.output
+    english = (en_dir / "index.html").read_text(encoding="utf-8")
+    assert '<html lang="en">' in english and "目录" not in english
+    result = runner.invoke(app, ["report", str(en_dir), "--lang", "zh"])
+    assert result.exit_code == 0, result.output
+    assert '<html lang="zh-CN">' in (en_dir / "index.html").read_text(encoding="utf-8")
+
+
+def test_list_and_show_statements_in_chinese(
+    runner: CliRunner, fake_claims: dict[str, Claim], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from transformer_math.i18n import zh_statements
+
+    monkeypatch.setitem(zh_statements.ZH_STATEMENTS, "testing.caught", "一加一等于二")
+    result = runner.invoke(app, ["list", "--lang", "zh"])
+    assert result.exit_code == 0, result.output
+    assert "一加一等于二" in result.stdout and "one plus one is two" not in result.stdout
+    assert "a check that cannot fail" in result.stdout  # no translation: English
+    result = runner.invoke(app, ["list", "--lang", "zh", "--json"])
+    caught = next(c for c in json.loads(result.stdout)["claims"] if c["id"] == "testing.caught")
+    assert caught["statement"] == "one plus one is two"  # the JSON is language-neutral
+    result = runner.invoke(app, ["show", "testing.caught", "--lang", "zh"])
+    assert result.exit_code == 0, result.output
+    assert "一加一等于二" in result.stdout

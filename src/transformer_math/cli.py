@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 
 TIERS = ("quick", "full")
 SIZES = ("tiny", "default", "large")
+LANGS = ("en", "zh")  # transformer_math.i18n.LANGS (not imported here: --help stays light)
 
 
 class TmathGroup(TyperGroup):
@@ -324,6 +325,11 @@ SeedsOption = Annotated[
     typer.Option("--seeds", min=1,
                  help="Seeds a training claim runs: --seed, --seed + 1, ... (default 3)."),
 ]
+LangOption = Annotated[
+    str,
+    typer.Option("--lang", metavar="en|zh",
+                 help="Language of statements and of the HTML report: en or zh (Chinese)."),
+]
 SizeOption = Annotated[
     str,
     typer.Option(
@@ -351,6 +357,7 @@ def verify(
     threads: Annotated[
         int, typer.Option("--threads", help="torch intra-op threads while claims run (>= 1).")
     ] = 1,
+    lang: LangOption = "en",
 ) -> None:
     """Run claims with their falsifiers and print a table of verdicts.
 
@@ -359,6 +366,7 @@ def verify(
     """
     tier = _choice(tier, TIERS, "--tier")
     size = _choice(size, SIZES, "--size")
+    lang = _choice(lang, LANGS, "--lang")
     pattern = _regex(pattern)
     integer("--seed", seed, low=0, high=MAX_SEED)
     integer("--seeds", seeds, low=1, high=MAX_SEEDS)
@@ -393,7 +401,8 @@ def verify(
     if report_dir is not None:
         from transformer_math.report.html import render_report
 
-        index = _write("--report folder", report_dir, lambda: render_report(document, report_dir))
+        index = _write("--report folder", report_dir,
+                       lambda: render_report(document, report_dir, lang=lang))
         out.print(f"wrote {index}", style="dim")
     if any(r.problem for r in results):
         raise typer.Exit(1)
@@ -413,10 +422,16 @@ def list_claims(
         ),
     ] = None,
     pattern: PatternOption = None,
+    lang: LangOption = "en",
 ) -> None:
-    """List the registered claims: id, tier, topic, source, falsifier, statement."""
+    """List the registered claims: id, tier, topic, source, falsifier, statement.
+
+    ``--lang zh`` shows the statements in Chinese (English where no translation exists); the
+    JSON carries both (``statement``, ``statement_zh``) whatever the language.
+    """
     if tier is not None:
         tier = _choice(tier, TIERS, "--tier")
+    lang = _choice(lang, LANGS, "--lang")
     pattern = _regex(pattern)
 
     from transformer_math.claims.registry import all_claims, select_claims
@@ -430,7 +445,7 @@ def list_claims(
         typer.echo(json_text({"claims": claims}))
         return
     out = _stdout()
-    out.print(claims_list_table(claims))
+    out.print(claims_list_table(_in_language(claims, lang)))
     out.print(f"{len(claims)} claims", style="dim")
 
 
@@ -443,9 +458,15 @@ def show(
     seed: SeedOption = 0,
     seeds: SeedsOption = 3,
     size: SizeOption = "default",
+    lang: LangOption = "en",
 ) -> None:
-    """Run one claim and print everything about it (exit 1 when it fails)."""
+    """Run one claim and print everything about it (exit 1 when it fails).
+
+    ``--lang zh`` prints the statement and the notes in Chinese where translations exist; the
+    JSON is the same in every language.
+    """
     size = _choice(size, SIZES, "--size")
+    lang = _choice(lang, LANGS, "--lang")
     integer("--seed", seed, low=0, high=MAX_SEED)
     integer("--seeds", seeds, low=1, high=MAX_SEEDS)
 
@@ -463,9 +484,19 @@ def show(
     if json_output:
         typer.echo(json_text(entry))
     else:
-        _stdout().print(claim_detail(entry))
+        _stdout().print(claim_detail(_in_language([entry], lang)[0]))
     if result.problem:
         raise typer.Exit(1)
+
+
+def _in_language(claims: list[dict[str, Any]], lang: str) -> list[dict[str, Any]]:
+    """Copies of claim entries whose statement (and notes) are in ``lang``, for the terminal."""
+    if lang == "en":
+        return claims
+    from transformer_math import i18n
+
+    return [{**c, "statement": i18n.statement(c, lang),
+             "notes": [i18n.text(str(n), lang) for n in c.get("notes") or []]} for c in claims]
 
 
 def _seed_list(text: str) -> list[int]:
@@ -554,8 +585,10 @@ def report(
         Path | None,
         typer.Option("--from", help="Results document to render (default DIR/results.json)."),
     ] = None,
+    lang: LangOption = "en",
 ) -> None:
-    """Render a saved `tmath verify --json` run as an HTML report in DIR."""
+    """Render a saved `tmath verify --json` run as an HTML report in DIR (--lang zh: Chinese)."""
+    lang = _choice(lang, LANGS, "--lang")
     from transformer_math.report.html import render_report
     from transformer_math.report.results import read_results
 
@@ -565,7 +598,8 @@ def report(
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     output_folder("report folder", out_dir)
-    index = _write("report folder", out_dir, lambda: render_report(document, out_dir))
+    index = _write("report folder", out_dir,
+                   lambda: render_report(document, out_dir, lang=lang))
     _stdout().print(f"wrote {index}")
 
 

@@ -255,7 +255,9 @@ def test_render_report(document: dict[str, Any], tmp_path: Path) -> None:
     # Everything is escaped and nothing is fetched from the network.
     assert "softmax &lt;rows&gt; &amp; sums are &quot;one&quot;" in page
     assert "<rows>" not in page
-    assert "<script" not in page and "http://" not in page and "https://" not in page
+    # The only script is the inline filter script: no file or address is loaded.
+    assert page.count("<script") == 1 and "<script>" in page and " src=\"http" not in page
+    assert "http://" not in page and "https://" not in page
     # Summary, falsifier, notes and versions are shown.
     assert "falsifiers caught" in page and "wrong-scale" in page and "NOT caught" in page
     assert "first note" in page and "<pre>multi\nline note</pre>" in page

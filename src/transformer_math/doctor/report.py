@@ -28,23 +28,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-_CSS = """
-:root { --green:#1a7f37; --red:#cf222e; --yellow:#9a6700; --blue:#0969da; --grey:#57606a; }
-* { box-sizing: border-box; }
-body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Helvetica, Arial, sans-serif;
-       margin: 0 auto; max-width: 1200px; padding: 1.5rem; color: #1f2328; background: #fff; }
-h1 { font-size: 1.6rem; margin: 0 0 .3rem; } h2 { font-size: 1.2rem; margin: 1.5rem 0 .5rem; }
-code, pre { font: 13px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
-pre { background: #f6f8fa; padding: .6rem; overflow-x: auto; white-space: pre-wrap; }
-.meta { color: var(--grey); margin: 0 0 1rem; }
-.cards { display: flex; flex-wrap: wrap; gap: .6rem; margin: 1rem 0; }
-.card { border: 1px solid #d0d7de; border-radius: 6px; padding: .5rem .9rem; min-width: 7.5rem; }
-.card b { display: block; font-size: 1.4rem; }
-.badge { display: inline-block; padding: .05rem .55rem; border-radius: 1rem; color: #fff;
-         font-size: .8rem; font-weight: 600; vertical-align: middle; }
+from transformer_math.html_style import page_css
+
+_CSS = page_css(max_width="1200px") + """
+h2 { font-size: 1.2rem; margin: 1.5rem 0 .5rem; }
 .ok { background: var(--green); } .info { background: var(--blue); }
 .warning { background: var(--yellow); } .error { background: var(--red); }
-.unknown { background: var(--grey); }
 table.findings { border-collapse: collapse; width: 100%; margin: .5rem 0 1.5rem; }
 table.findings th, table.findings td { border-bottom: 1px solid #d0d7de; padding: .3rem .5rem;
          text-align: left; vertical-align: top; }
@@ -53,15 +42,7 @@ tr.s-warning { background: #fff8c5; } tr.s-error { background: #ffebe9; }
 section.flag { border: 1px solid #d0d7de; border-left: 6px solid var(--yellow);
          border-radius: 6px; padding: .6rem 1rem; margin: 0 0 1rem; }
 section.flag.s-error { border-left-color: var(--red); }
-dl.fields { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem;
-            margin: .4rem 0; }
-dl.fields dt { font-weight: 600; color: var(--grey); } dl.fields dd { margin: 0; }
 .healthy { color: var(--green); font-weight: 700; }
-.problem { color: var(--red); font-weight: 700; }
-figure { margin: .8rem 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
-figcaption { color: var(--grey); font-size: .85rem; }
-.figure-error { color: var(--red); }
-footer { color: var(--grey); margin-top: 2rem; font-size: .85rem; }
 """
 
 SEVERITIES = ("ok", "info", "warning", "error")

@@ -8,10 +8,17 @@ the marker and colour of the format string are honoured), ``bar`` (several bar s
 are drawn side by side), ``step`` (``where="post"``: the value at x holds until the next x).
 ``logx``/``logy`` switch the axes to log scale; ``hlines``/``vlines`` are dashed reference lines
 whose labels join the legend. x values that are not numbers are treated as categories.
+
+Chinese labels need a CJK font: :func:`cjk_font` finds an installed one through matplotlib's
+font manager (Noto Sans CJK, Source Han Sans, WenQuanYi, ...), checking that the file really
+maps a Chinese character; :func:`draw_figure` takes a list of families (``font_family``), which
+matplotlib falls back through glyph by glyph, and :func:`missing_chars` says which characters of
+the labels none of those families has (so a report never ships boxes instead of text).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Mapping, Sequence
@@ -21,6 +28,18 @@ from typing import Any
 SERIES_KINDS: tuple[str, ...] = ("line", "scatter", "bar", "step")
 
 _MARKERS = set(".,ov^<>1234sp*hH+xDd|_")
+
+#: CJK families tried by :func:`cjk_font`, in order (Simplified Chinese first).
+CJK_FAMILIES: tuple[str, ...] = (
+    "Noto Sans CJK SC", "Source Han Sans SC", "Noto Sans SC", "Source Han Sans CN",
+    "WenQuanYi Zen Hei", "WenQuanYi Micro Hei", "PingFang SC", "Hiragino Sans GB",
+    "Microsoft YaHei", "SimHei", "Noto Sans CJK JP", "Noto Serif CJK SC", "AR PL UMing CN",
+)
+
+#: The family matplotlib draws Latin text in; the fallback after a CJK family.
+LATIN_FAMILY = "DejaVu Sans"
+
+_PROBE = "中文"
 _COLORS = set("bgrcmykw")
 _LINESTYLES = ("--", "-.", "-", ":")
 
@@ -87,14 +106,70 @@ def _check_series(index: int, series: Mapping[str, Any]) -> None:
         )
 
 
-def draw_figure(figure: Any, path: Path, *, dpi: int = 100) -> Path:
+@functools.lru_cache(maxsize=64)
+def _font_file(family: str) -> str | None:
+    """The file matplotlib would use for ``family`` (None when it is not installed)."""
+    from matplotlib import font_manager
+
+    try:
+        return font_manager.findfont(font_manager.FontProperties(family=family),
+                                     fallback_to_default=False)
+    except ValueError:
+        return None
+
+
+@functools.lru_cache(maxsize=16)
+def _charmap(path: str) -> frozenset[int]:
+    from matplotlib.ft2font import FT2Font
+
+    return frozenset(FT2Font(path).get_charmap())
+
+
+def cjk_font(candidates: Sequence[str] = CJK_FAMILIES) -> str | None:
+    """The first installed family of ``candidates`` whose font maps the Chinese characters
+    ``中文`` (None when there is none: the caller then draws English labels)."""
+    from matplotlib import font_manager
+
+    installed = {f.name for f in font_manager.fontManager.ttflist}
+    for family in candidates:
+        if family not in installed:
+            continue
+        path = _font_file(family)
+        if path is not None and all(ord(ch) in _charmap(path) for ch in _PROBE):
+            return family
+    return None
+
+
+def figure_texts(figure: Any) -> list[str]:
+    """Every piece of text a figure draws: title, axis labels, series and line labels."""
+    data = figure_to_json(figure)
+    texts = [str(data.get(k, "")) for k in ("title", "xlabel", "ylabel")]
+    texts += [str(s.get("label") or "") for s in data.get("series") or []]
+    texts += [str(line[1]) for key in ("hlines", "vlines") for line in data.get(key) or []
+              if len(line) > 1]
+    return [t for t in texts if t]
+
+
+def missing_chars(texts: Sequence[str], families: Sequence[str]) -> list[str]:
+    """The characters of ``texts`` that no font of ``families`` maps (whitespace excepted)."""
+    maps = [_charmap(p) for p in (_font_file(f) for f in families) if p is not None]
+    chars = sorted({ch for t in texts for ch in t if not ch.isspace()})
+    return [ch for ch in chars if not any(ord(ch) in m for m in maps)]
+
+
+def draw_figure(figure: Any, path: Path, *, dpi: int = 100,
+                font_family: Sequence[str] | None = None) -> Path:
     """Draw ``figure`` (a ``Figure`` or its JSON dict) into the PNG file ``path``.
+
+    ``font_family``: families for the title, axis labels and legend, tried glyph by glyph
+    (e.g. ``["Noto Sans CJK SC", "DejaVu Sans"]`` for Chinese labels); default matplotlib's.
 
     Raises ``ValueError``/``TypeError`` for malformed data (unequal x and y lengths, an unknown
     series kind, y values that are not numbers); the caller decides how to report it.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure as MplFigure
+    from matplotlib.font_manager import FontProperties
 
     data = figure_to_json(figure)
     series_list = list(data.get("series") or [])
@@ -184,13 +259,19 @@ def draw_figure(figure: Any, path: Path, *, dpi: int = 100) -> Path:
         ax.set_xscale("log")
     if data.get("logy"):
         ax.set_yscale("log")
-    ax.set_title(str(data.get("title", "")))
-    ax.set_xlabel(str(data.get("xlabel", "")))
-    ax.set_ylabel(str(data.get("ylabel", "")))
+    font = FontProperties(family=list(font_family)) if font_family else None
+    ax.set_title(str(data.get("title", "")), fontproperties=font)
+    ax.set_xlabel(str(data.get("xlabel", "")), fontproperties=font)
+    ax.set_ylabel(str(data.get("ylabel", "")), fontproperties=font)
     ax.grid(True, alpha=0.3, which="both" if (data.get("logx") or data.get("logy")) else "major")
     handles, _labels = ax.get_legend_handles_labels()
     if handles:
-        ax.legend(fontsize="small")
+        if font is not None:
+            small = font.copy()
+            small.set_size("small")
+            ax.legend(prop=small)
+        else:
+            ax.legend(fontsize="small")
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

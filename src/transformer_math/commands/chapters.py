@@ -1,0 +1,83 @@
+"""``tmath chapters``: the seeds' sections in reading order and what the claims check in each.
+
+For every section of ``transformer_math.chapters`` (000's §8.3.0-§8.3.8 and its tables, 004's
+chapters, the 003 concept page): the claims read in it (their first seed range falls there),
+the claims that cite any line of it, the refuted statements (``refutes``) and the cited
+corrections (``corrections``) on its lines. Nothing is run: this is the registry's map of the
+textbook. Examples::
+
+    tmath chapters
+    tmath chapters --lang zh --json -
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from transformer_math.commands.args import fail, json_text, output_file
+
+
+def section_counts() -> list[dict[str, Any]]:
+    """One row per section: key, titles, claims read there, claims citing it, refuted
+    statements and corrections on its lines, and the claim ids."""
+    from transformer_math import chapters
+    from transformer_math.claims.registry import all_claims
+
+    claims = all_claims()
+    rows = []
+    for s in chapters.SECTIONS:
+        citing = [c for c in claims
+                  if any(r.seed == s.seed and r.lines[0] <= s.end and r.lines[1] >= s.start
+                         for r in c.seed_refs)]
+        rows.append({
+            "section": s.key, "seed": s.seed, "lines": [s.start, s.end],
+            "title_en": s.title_en, "title_zh": s.title_zh,
+            "claims": sorted(c.id for c in claims if c.section == s.key),
+            "citing": len(citing),
+            "refuted_statements": sum(1 for c in claims for r in c.refutes
+                                      if r.seed == s.seed and s.contains(r.line)),
+            "corrections": sum(1 for c in claims for r in c.corrections
+                               if r.seed == s.seed and s.contains(r.line)),
+        })
+    return rows
+
+
+def chapters_command(
+    lang: Annotated[str, typer.Option("--lang", help="Language of the titles: en or zh.")] = "en",
+    json_file: Annotated[Path | None, typer.Option(
+        "--json", help="Write the table as JSON to FILE ('-' for standard output).")] = None,
+) -> None:
+    """The seeds' sections in reading order, with the claims, refuted statements and cited
+    corrections in each (nothing is run)."""
+    from transformer_math.i18n import LANGS
+
+    if lang not in LANGS:
+        fail(f"--lang must be one of {', '.join(LANGS)}, got {lang!r}")
+    if json_file is not None and str(json_file) != "-":
+        output_file("--json", json_file)
+    rows = section_counts()
+    totals = {k: sum(r[k] if isinstance(r[k], int) else len(r[k]) for r in rows)
+              for k in ("claims", "refuted_statements", "corrections")}
+    if json_file is not None:
+        text = json_text({"sections": rows, "totals": totals}, indent=2, ensure_ascii=False)
+        if str(json_file) == "-":
+            typer.echo(text)
+            return
+        json_file.write_text(text + "\n", encoding="utf-8")
+        typer.echo(f"wrote {json_file}")
+        return
+    title = "title_zh" if lang == "zh" else "title_en"
+    typer.echo(f"{'section':<15}{'claims':>7}{'citing':>8}{'refuted':>9}{'corr.':>7}  title")
+    for r in rows:
+        typer.echo(f"{r['section']:<15}{len(r['claims']):>7}{r['citing']:>8}"
+                   f"{r['refuted_statements']:>9}{r['corrections']:>7}  {r[title]}")
+    typer.echo(f"{'total':<15}{totals['claims']:>7}{'':>8}{totals['refuted_statements']:>9}"
+               f"{totals['corrections']:>7}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``chapters`` to the ``tmath`` application."""
+    app.command("chapters")(chapters_command)
