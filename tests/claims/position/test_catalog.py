@@ -20,13 +20,20 @@ MODULES = {
     "position.rope-orthogonal": "rope",
     "position.rope-precision": "rope_numerics",
     "position.rope-relative": "rope",
+    "position.rope-torus-representation": "representation",
     "position.scaling-methods": "scaling",
     "position.sinusoidal-shift": "encodings",
     "position.window-relative": "window",
 }
 NEW_IN_ISSUE_14 = {"position.window-relative"}
+NEW_IN_ISSUE_18 = {"position.rope-torus-representation"}
+# issue 18 (the seed audit): checks extended with the seeds' versions as seed margins
+VERSION_3 = {"position.axial-rope", "position.rope-group-property", "position.rope-orthogonal",
+             "position.scaling-methods", "position.sinusoidal-shift"}
 REFUTED = {"position.axial-rope", "position.kv-cache-compatibility",
-           "position.rope-extrapolation-mechanism", "position.scaling-methods"}
+           "position.rope-extrapolation-mechanism", "position.scaling-methods",
+           "position.sinusoidal-shift", "position.rope-orthogonal",
+           "position.rope-group-property", "position.rope-torus-representation"}
 LIBRARY = ("transformer_math.functional.", "transformer_math.nn.", "transformer_math.theory.",
            "transformer_math.experiments.")
 
@@ -55,7 +62,11 @@ def test_metadata_and_falsifiers_are_library_bugs() -> None:
         assert c.falsifier.bug in bugs.BUGS, cid
         assert bugs.BUGS[c.falsifier.bug].module.startswith(LIBRARY), cid
         assert bool(c.refutes) is (cid in REFUTED), cid
-        assert c.version == (1 if cid in NEW_IN_ISSUE_14 else 2), cid
+        version = 1 if cid in NEW_IN_ISSUE_14 | NEW_IN_ISSUE_18 else (
+            3 if cid in VERSION_3 else 2)
+        assert c.version == version, cid
+        if cid in VERSION_3 | NEW_IN_ISSUE_18:
+            assert c.statement_zh, cid
 
 
 def test_quick_verdicts(quick_runs) -> None:

@@ -46,7 +46,9 @@ def test_scaling_methods_margins_per_method() -> None:
     assert "dynamic@2L0 max rel. error of θ' vs closed form" in names
     assert "longrope@L0 max rel. error of θ' vs closed form" in names
     assert "linear highest-frequency θ'/θ" not in names  # PI divides every pair
-    assert [m.holds for m in ev.seed_margins] == [False]  # YaRN's low pairs are divided by s
+    # YaRN's low pairs are divided by s (000:664); the third seed's NTK and YaRN rows (004:497,
+    # 004:498) fail on the same measured ratios (issue 18)
+    assert [m.holds for m in ev.seed_margins] == [False, False, False, False]
 
 
 @pytest.mark.parametrize(("bug", "broken"), [

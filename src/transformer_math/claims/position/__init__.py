@@ -16,9 +16,18 @@ Every check reports its pass conditions as margins (``claims/registry.py``) and 
 A list of per-item conditions is one margin on its worst item; an exact condition (an error is
 raised, a count is zero) is a margin with threshold 0 or 1.
 
-Modules: ``encodings`` (sinusoidal code, learned table, KV-cache decoding), ``rope`` (rotation
-algebra: relative scores, orthogonality and layouts, group property), ``rope_numerics`` (decay
-bound, angle precision), ``axial`` (2-D / 3-D RoPE), ``alibi``, ``scaling`` (where extrapolation
-breaks and what each context-extension method keeps), ``window`` (a sliding window sees only
-trained distances), ``extrapolation`` (the trained length study, three seeds).
+Modules: ``encodings`` (sinusoidal code and its injectivity at any base, learned table, KV-cache
+decoding), ``rope`` (rotation algebra: relative scores, orthogonality and layouts, group property
+and the limits of the seed's uniqueness), ``representation`` (R_m = exp(m X), the faithful direct-
+sum representation of the torus, a spectrum fixed by the base), ``rope_numerics`` (decay bound,
+angle precision), ``axial`` (2-D / 3-D RoPE; the non-commuting SO(3) counterexample), ``alibi``,
+``scaling`` (where extrapolation breaks and what each context-extension method keeps), ``window``
+(a sliding window sees only trained distances), ``extrapolation`` (the trained length study, three
+seeds).
+
+Issue 18 (the seed audit): counterexamples and closed forms for the seeds' group-theory
+statements live in ``theory/rope_audit.py``; the seeds' versions enter the checks as seed margins
+on the same measurements, and bibliographic errors as ``Correction`` s (RoFormer's year on
+``position.rope-relative``, LongRoPE's 2048K on ``position.scaling-methods``, the absent
+"Theorem 3.1" on ``position.axial-rope``).
 """

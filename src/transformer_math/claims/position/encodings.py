@@ -3,6 +3,8 @@ KV-cache decoding with an additive code or RoPE (000 §8.3.3; 004 "RoPE vs Sinus
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from transformer_math.claims.position._common import SEED_000, randn
@@ -14,32 +16,70 @@ from transformer_math.claims.registry import (
     at_least,
     at_most,
     claim,
+    close_to,
     decide,
+    exceeds,
 )
 from transformer_math.functional.positional import sinusoidal_table
 from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.position import LearnedPositionalEmbedding
 from transformer_math.nn.transformer import build_transformer
 from transformer_math.theory.positions import vaswani_shift_matrix, vaswani_sinusoid
+from transformer_math.theory.rope_audit import sinusoid_shift_distance
 
 
 @claim(
     "position.sinusoidal-shift",
-    source=f"{SEED_000} 理论 A (PE(pos+Δ) as a rotation of PE(pos)); Vaswani et al. 2017 §3.5",
+    source=(f"{SEED_000} 理论 A (PE(pos+Δ) as a rotation of PE(pos); 为什么底数取 10000; "
+            "时钟类比的边界); Vaswani et al. 2017 §3.5"),
     statement="""The implementation's sinusoidal code equals Vaswani et al.'s PE[pos, 2i] =
     sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(pos / 10000^(2i/d)); PE(pos + D) = M(D) PE(pos)
     with the paper's block rotation M(D), which does not depend on pos; every value lies in
-    [-1, 1] and distinct positions get distinct codes.""",
+    [-1, 1] and distinct positions get distinct codes. The code is injective at every integer
+    position for every base, even far beyond the lowest wavelength and with a single pair
+    (θ_0 = 1, π irrational); the base sets near-collisions and adjacent resolution, not
+    injectivity: the main seed's 'base 100 makes positions 200 and 200 + wavelength collide' and
+    'injective only while the length is far below the lowest wavelength' are refuted. Of the
+    four terms of (x_m + PE_m)^T (x_n + PE_n), PE_m^T PE_n = sum_i cos((m - n) θ_i) is exactly
+    relative; the cross terms x_m^T PE_n depend on absolute positions.""",
+    statement_zh="""实现的正弦编码等于 Vaswani 等人的 PE[pos, 2i] = sin(pos / 10000^(2i/d))、
+    PE[pos, 2i+1] = cos(pos / 10000^(2i/d))；PE(pos + D) = M(D) PE(pos)，其中论文的分块旋转M(D)
+    与 pos 无关；所有取值在 [-1, 1] 内，不同位置得到不同编码。对任意底数、
+    在任意整数位置上编码都是单射的，即使远超最低频波长、即使只有一对维度（θ_0 = 1，π 是无理数）
+    ；底数决定的是近似碰撞与相邻分辨率，而不是单射性：主文'底数 100 时位置 200
+    与200+波长编码相同'和'只有序列长度远小于最低频波长时编码才是单射的'两说被驳斥。(x_m + PE_m)
+    ^T (x_n + PE_n) 的四项中，PE_m^T PE_n = sum_i cos((m - n) θ_i) 严格只依赖相对位置；交叉项
+    x_m^T PE_n 依赖绝对位置。""",
     falsifier="sinusoid.frequency-exponent",
-    expected="verified",
-    version=2,
+    expected="refuted",
+    version=3,
     seed_refs=[("000", 564, 584), ("004", 184, 203)],
+    refutes=[
+        Refutation(seed="000", line=574,
+                   says="底数太小（如 100）则最低频波长太短，长序列上会周期重复（位置 200 和位置 "
+                        "200+波长编码相同）",
+                   correct="with base 100 only the lowest pair nearly repeats after its "
+                           "wavelength; the other pairs do not, so PE(200) and PE(200 + 544) "
+                           "stay as far apart as random codes (d = 64)"),
+        Refutation(seed="000", line=576,
+                   says="只要序列长度远小于最低频波长，编码就是单射的 (injective only while the "
+                        "length is far below the lowest wavelength)",
+                   correct="PE(p) = PE(q) needs (p - q) θ_i ∈ 2πZ for every i; θ_0 = 1 makes "
+                           "that impossible for integers p != q, for any base and any length"),
+    ],
 )
 def check_sinusoidal_shift(ctx: Context) -> Evidence:
     """Issue 14 (version 2): the prediction (the paper's table and M(D)) is computed by
     ``theory/positions.py`` with Python floats, sharing no code with
     ``functional/positional.py``, so a wrong frequency in the implementation fails both the
-    table margin and the shift margin (before, both sides used one theta)."""
+    table margin and the shift margin (before, both sides used one theta).
+
+    Issue 18 (version 3, 000:574-576): the library's table at base 100 (d = 64) over positions
+    reaching more than twice the lowest wavelength (2π 100^(62/64) = 544), and with a single
+    pair (d = 2, θ = 1) over shifts to 4095: the smallest distance between codes against the
+    closed form (``theory/rope_audit.sinusoid_shift_distance``). The seed's collision at
+    positions 200 and 200 + 544 and its 'injective only below the wavelength' are seed margins
+    on the same tables."""
     dim, n = 64, 1024 if ctx.size is not Size.TINY else 256
     table = sinusoidal_table(n + 200, dim).double()  # the implementation, float32 angles
     reference = vaswani_sinusoid(n + 200, dim)  # the paper's formula, float64
@@ -52,6 +92,19 @@ def check_sinusoidal_shift(ctx: Context) -> Evidence:
     bounded = float(table.abs().max())
     dist = torch.cdist(table[:n], table[:n]) + torch.eye(n, dtype=torch.float64) * 1e9
     min_dist = float(dist.min())
+    inj = _injectivity_at_small_base(ctx)
+    # 000:584: the four terms of the additive score; which of them are relative
+    g = ctx.generator(12)
+    mn = torch.randint(0, n, (64, 2), generator=g)
+    shift = torch.randint(1, 200, (64,), generator=g)
+    x = torch.randn(64, dim, generator=g, dtype=torch.float64)
+
+    def gram(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return (table[a] * table[b]).sum(-1)
+
+    m_, n_ = mn[:, 0], mn[:, 1]
+    pe_relative = float((gram(m_, n_) - gram(m_ + shift, n_ + shift)).abs().max())
+    cross_change = float(((x * table[n_]).sum(-1) - (x * table[n_ + shift]).sum(-1)).abs().max())
     # float32 angles pos * theta at pos < 1300: the product's rounding (ulp(1300)/2 = 6e-5)
     # plus theta's (1300 * 6e-8 = 8e-5) bound each entry's error by ~1.5e-4; the shift residual
     # adds two such errors times |cos| + |sin| <= sqrt 2 (~4e-4). 1e-3 covers both.
@@ -60,18 +113,90 @@ def check_sinusoidal_shift(ctx: Context) -> Evidence:
         at_most("max |PE(pos+D) - M(D) PE(pos)|", residual, 1e-3),
         at_most("max |PE|", bounded, 1.0),
         at_least("min distance between codes", min_dist, 1e-3),
+        # base 100: the nearest two codes over > 2 wavelengths are adjacent ones (~1.95)
+        at_least("base 100, d 64: min distance between codes over > 2 lowest wavelengths",
+                 inj["base100_min_distance"], 0.5),
+        # one pair: the nearest return (D = 710, 2|sin 355| = 6.0e-5) is > 0; float32 sin/cos
+        # at |angle| < 4096 err by ~5e-7, so 1e-5 is both a floor and the closed-form tolerance
+        exceeds("one pair (d = 2): min over shifts 1..4095 of |PE(D) - PE(0)|",
+                inj["one_pair_min_distance"], 1e-5),
+        close_to("one pair: measured nearest return vs closed form", inj["one_pair_min_distance"],
+                 inj["one_pair_predicted"], abs_=1e-5),
+        at_least("adjacent distance |PE(1) - PE(0)|: base 100 minus base 1e4",
+                 inj["adjacent"][0] - inj["adjacent"][1], 0.1),
+        at_least("adjacent distance: base 1e4 minus base 1e6",
+                 inj["adjacent"][1] - inj["adjacent"][2], 0.1),
+        # float32 table entries err by ~1.5e-4: a 64-term dot product by ~1e-2 at worst
+        at_most("PE_m·PE_n under a common shift (relative term), max change",
+                pe_relative, 2e-2),
+        at_least("x_m·PE_n under the same shift (cross term, absolute), max change",
+                 cross_change, 0.5),
+    ]
+    seed_margins = [
+        at_most("seed (000:574): base 100, |PE(200 + 544) - PE(200)| ≈ 0 (collision)",
+                inj["collision_distance"], 1e-2),
+        at_most("seed (000:576): base 100, codes repeat beyond the lowest wavelength "
+                "(min distance ≈ 0)", inj["base100_min_distance"], 1e-2),
     ]
     return Evidence(
         predicted={"max |PE - formula|": 0.0, "max |PE(pos+D) - M(D) PE(pos)|": 0.0,
-                   "max |PE|": "<= 1", "min distance": "> 0"},
+                   "max |PE|": "<= 1", "min distance": "> 0",
+                   "base 100 min distance (closed form)": inj["base100_predicted"],
+                   "one pair nearest return (closed form)": inj["one_pair_predicted"],
+                   "seed: |PE(744) - PE(200)| at base 100": 0.0},
         measured={"max |PE - formula|": table_err, "residual": residual, "max |PE|": bounded,
-                  "min distance": min_dist},
-        tolerance="1e-3 (float32 angles at pos < 1300), min distance > 1e-3",
-        verdict=decide(margins),
+                  "min distance": min_dist,
+                  "base 100 min distance": inj["base100_min_distance"],
+                  "one pair nearest return": inj["one_pair_min_distance"],
+                  "one pair nearest shift": inj["one_pair_shift"],
+                  "base 100 |PE(744) - PE(200)|": inj["collision_distance"],
+                  "base 100 lowest pair |Δ| at shift 544": inj["lowest_pair_distance"],
+                  "base 100 pairs within 0.01 at shift 544": inj["pairs_repeating"],
+                  "adjacent distance (base 100, 1e4, 1e6)": inj["adjacent"],
+                  "PE_m·PE_n change under a shift": pe_relative,
+                  "x·PE_n change under a shift": cross_change},
+        tolerance="1e-3 (float32 angles at pos < 1300), min distance > 1e-3; one pair: 1e-5",
+        verdict=decide(margins, seed_margins),
         margins=margins,
+        seed_margins=seed_margins,
         notes=[f"dim {dim}, positions 0..{n + 199}, shifts {shifts}; the formula and M(D) from "
-               "theory/positions.py (Python floats), PE from functional/positional.py"],
+               "theory/positions.py (Python floats), PE from functional/positional.py",
+               f"base 100, d 64: lowest wavelength 544; positions 0..{inj['base100_n'] - 1}; "
+               "|PE(p + D) - PE(p)| = (sum_i 4 sin^2(D θ_i/2))^(1/2) is the same for every p",
+               "one pair (d = 2, θ = 1): PE(p) = PE(q) would need p - q ∈ 2πZ; the nearest "
+               "return below 4096 is D = 710 (710 / 113 ≈ 2π), still 6e-5 away"],
     )
+
+
+def _injectivity_at_small_base(ctx: Context) -> dict:
+    """The library's sinusoidal table at base 100 (d 64) and with one pair (d 2), against the
+    closed-form distances of ``theory/rope_audit``."""
+    wavelength = 2 * math.pi / theta_list(64, 100.0)[-1]  # 544.1 (closed form)
+    D = round(wavelength)
+    n = ctx.pick(1200, 1600, 2400)  # > 2 wavelengths
+    t100 = sinusoidal_table(n, 64, base=100.0).double()
+    # every pair (p, p + D) is as far apart as (0, D) (the shift margin measures M(D)); the
+    # distances from position 0 and from position 200 both cover every shift below n - 200
+    dist = torch.cat([(t100[1:] - t100[0]).norm(dim=-1), (t100[201:] - t100[200]).norm(dim=-1)])
+    closed100 = min(sinusoid_shift_distance(s, theta_list(64, 100.0)) for s in range(1, n))
+    per_pair = (t100[200 + D] - t100[200]).view(32, 2).norm(dim=-1)
+    one = sinusoidal_table(4096, 2).double()  # θ_0 = 1 whatever the base
+    d_one = (one[1:] - one[0]).norm(dim=-1)
+    k = int(d_one.argmin())
+    adjacent = [float((sinusoidal_table(2, 64, base=b)[1] - sinusoidal_table(2, 64, base=b)[0])
+                      .double().norm()) for b in (100.0, 1e4, 1e6)]
+    return {"base100_min_distance": float(dist.min()), "base100_predicted": closed100,
+            "base100_n": n, "collision_distance": float((t100[200 + D] - t100[200]).norm()),
+            "lowest_pair_distance": float(per_pair[-1]),
+            "pairs_repeating": int((per_pair < 1e-2).sum()),
+            "one_pair_min_distance": float(d_one[k]), "one_pair_shift": k + 1,
+            "one_pair_predicted": sinusoid_shift_distance(k + 1, [1.0]),
+            "adjacent": adjacent}
+
+
+def theta_list(dim: int, base: float) -> list[float]:
+    """θ_i = base^(-2i/d) as Python floats (the closed form of 000:570)."""
+    return [base ** (-2 * i / dim) for i in range(dim // 2)]
 
 
 @claim(

@@ -8,10 +8,12 @@ import math
 import torch
 from torch import Tensor
 
-from transformer_math.claims.position._common import SEED_000, randn
+from transformer_math.claims.position._common import SEED_000, library_rotation, randn
 from transformer_math.claims.registry import (
     Context,
+    Correction,
     Evidence,
+    Refutation,
     Size,
     at_least,
     at_most,
@@ -28,6 +30,13 @@ from transformer_math.functional.rope import (
 from transformer_math.functional.rope_scaling import default_inv_freq
 from transformer_math.nn.position import RotaryEmbedding
 from transformer_math.theory.positions import reflection_family
+from transformer_math.theory.rope_audit import (
+    distance_to_so2,
+    power_family,
+    reflection,
+    relative_defect,
+    rotation_2d,
+)
 
 
 @claim(
@@ -38,7 +47,16 @@ from transformer_math.theory.positions import reflection_family
     falsifier="rope.rotation-sign",
     expected="verified",
     version=2,
-    seed_refs=[("000", 588, 616), ("000", 647, 647), ("004", 226, 252)],
+    seed_refs=[("000", 588, 616), ("000", 647, 647), ("004", 226, 252), ("004", 1087, 1087)],
+    corrections=[Correction(
+        seed="004", line=line, says=says,
+        correct="RoFormer (Su, Lu, Pan, Murtadha, Wen, Liu) appeared as arXiv 2104.09864 in "
+                "April 2021 and in Neurocomputing 568, 127063 in 2024; there is no 2022 version",
+        source="arXiv 2104.09864 (v1 20 Apr 2021); Neurocomputing 568 (Feb 2024) 127063, "
+               "doi 10.1016/j.neucom.2023.127063")
+        for line, says in ((230, "RoPE (Su et al., 2022)"),
+                           (1087, "Su, J. et al. (2022). RoFormer: Enhanced Transformer with "
+                                  "Rotary Position Embedding. arXiv:2104.09864"))],
 )
 def check_rope_relative(ctx: Context) -> Evidence:
     """Issue 14 (version 2): the additive-code variant built in the claim is gone; the
@@ -85,16 +103,46 @@ def check_rope_relative(ctx: Context) -> Evidence:
     "position.rope-orthogonal",
     source=f"{SEED_000} 性质 (范数保持), 练习 8.3.3-2, 复数视角; 004 'apply_rotary_pos_emb'",
     statement="""|R_m x| = |x| and R_m^T R_m = I; the complex-multiply, rotate-half and
-    interleaved forms agree up to the documented channel permutation.""",
+    interleaved forms agree up to the documented channel permutation. The rotate-half code
+    pairs channel j with channel j + d/2 (first half with second half), not odd with even
+    channels: the third seed's comments on its split are refuted by the measured pairing. The
+    logit <R_m q, R_n k> equals Re sum_i conj(q~_i) k~_i e^{i(n-m)θ_i} =
+    sum_i [(q_2i k_2i + q_2i+1 k_2i+1) cos((n-m)θ_i) + (q_2i+1 k_2i - q_2i k_2i+1) sin((n-m)θ_i)];
+    the third seed's real expansion, with the sine term's sign flipped, is refuted.""",
+    statement_zh="""|R_m x| = |x| 且 R_m^T R_m = I；复数乘法、
+    rotate-half与交错三种形式在文档给出的通道置换下一致。rotate-half 代码把通道 j 与通道 j +
+    d/2配对（前一半与后一半），而不是奇数维与偶数维配对：
+    第三份种子文档对其切分方式的注释被实测的配对方式驳斥。logit <R_m q, R_n k> 等于 Re sum_i
+    conj(q~_i) k~_i e^{i(n-m)θ_i}，即 sum_i [(q_2i k_2i + q_2i+1 k_2i+1) cos((n-m)θ_i) +
+    (q_2i+1 k_2i - q_2i k_2i+1) sin((n-m)θ_i)]；
+    第三份种子文档中正弦项符号相反的实数展开式被驳斥。""",
     falsifier="rope.layout-no-permutation",
-    expected="verified",
-    version=2,
-    seed_refs=[("000", 626, 638), ("000", 684, 684), ("004", 258, 270)],
+    expected="refuted",
+    version=3,
+    seed_refs=[("000", 626, 638), ("000", 684, 684), ("004", 258, 270), ("004", 467, 489)],
+    refutes=[Refutation(
+        seed="004", line=481,
+        says="q^T R_Θ(n-m) k = sum_i [q_2i k_2i cos + q_2i+1 k_2i+1 cos + (q_2i k_2i+1 - "
+             "q_2i+1 k_2i) sin((n-m)θ_i)]",
+        correct="the sine term is (q_2i+1 k_2i - q_2i k_2i+1) sin((n-m)θ_i): the seed's sign "
+                "gives the logit at distance m - n, and contradicts its own complex form "
+                "(004:487), which is right"), Refutation(
+        seed="004", line=263,
+        says="x1 = x[..., :d_k//2]  # 奇数维度; x2 = x[..., d_k//2:]  # 偶数维度 (the halves are "
+             "the odd and the even dimensions)",
+        correct="the code takes the first and the second half: it rotates the planes "
+                "(j, j + d/2) (GPT-NeoX layout), not the odd/even pairs (2i, 2i+1) of RoFormer; "
+                "the two agree only after the permutation (0, 2, 4, ..., 1, 3, 5, ...)")],
 )
 def check_rope_orthogonal(ctx: Context) -> Evidence:
     """Issue 14 (version 2): the permutation is the library's
     ``interleaved_to_half_permutation`` only (the falsifier plants the identity there, what
-    loading Meta weights into a rotate-half model without the permutation does)."""
+    loading Meta weights into a rotate-half model without the permutation does).
+
+    Issue 18 (version 3, 004:263-264): the channel each channel is rotated with is read off the
+    library's half-layout rotation (the largest off-diagonal entry of each column of R_m); it
+    must be the partner the permutation documents (j + d/2 mod d); the seed's comments (odd and
+    even dimensions: partner j xor 1) are a seed margin on the same measurement."""
     g = ctx.generator(3)
     d, t = 32, 64
     inv = default_inv_freq(d, 1e4).float()
@@ -112,33 +160,127 @@ def check_rope_orthogonal(ctx: Context) -> Evidence:
                       / x.norm(dim=-1)).max())
     R = rotary_matrix(1234, inv.double(), layout="half")
     ortho = float((R.T @ R - torch.eye(d, dtype=torch.float64)).abs().max())
+    # Which channel each channel is rotated with, in the library's half layout (position 1:
+    # every plane turns by θ_i in (0, 1], so sin θ_i != 0 marks the partner).
+    Rh = library_rotation(1, inv, layout="half").abs()
+    partner = (Rh - torch.diag(torch.diagonal(Rh))).argmax(dim=0)
+    inverse = torch.argsort(perm)
+    documented = inverse[perm ^ 1]  # half index of the interleaved partner of each channel
+    odd_even = torch.arange(d) ^ 1  # the seed's comment: odd/even (adjacent) pairs
+    mismatch_documented = int((partner != documented).sum())
+    mismatch_seed = int((partner != odd_even).sum())
+    expansion = _logit_expansions(g, inv)
     # float32 rotation of O(1) entries at positions < 5000: errors ~1e-4 at most.
     margins = [
         at_most("form disagreement", err_forms, 1e-3),
         at_most("relative norm change", norm_err, 1e-5),
         at_most("max |R^T R - I|", ortho, 1e-12),
+        at_most("half-layout partners that differ from the permutation's (j + d/2)",
+                mismatch_documented, 0),
+        # float32 rotation at |m|, |n| < 2000: ~1e-4 relative to |q||k|
+        at_most("logit vs Re sum conj(q~) k~ e^{i(n-m)θ} (004:487), relative",
+                expansion["complex"], 1e-3),
+        at_most("logit vs the real expansion with (q_2i+1 k_2i - q_2i k_2i+1) sin, relative",
+                expansion["correct"], 1e-3),
+    ]
+    seed_margins = [
+        at_most("seed (004:263-264): half-layout partners that are not the odd/even neighbour",
+                mismatch_seed, 0),
+        at_most("seed (004:481): logit vs its expansion (q_2i k_2i+1 - q_2i+1 k_2i) sin, "
+                "relative", expansion["seed"], 1e-3),
     ]
     return Evidence(
-        predicted={"form disagreement": 0.0, "norm change": 0.0, "|R^T R - I|": 0.0},
-        measured={"form disagreement": err_forms, "norm change": norm_err, "|R^T R - I|": ortho},
-        tolerance="forms 1e-3 (float32 angles at m < 5000), norms 1e-5 relative, R 1e-12",
-        verdict=decide(margins),
+        predicted={"form disagreement": 0.0, "norm change": 0.0, "|R^T R - I|": 0.0,
+                   "partner of channel j (half layout)": "j + d/2 mod d"},
+        measured={"form disagreement": err_forms, "norm change": norm_err, "|R^T R - I|": ortho,
+                  "partners (first 4)": partner[:4].tolist(),
+                  "partners unlike the permutation": mismatch_documented,
+                  "partners unlike odd/even": mismatch_seed,
+                  "logit vs expansions (complex, correct, seed 004:481)": [
+                      expansion["complex"], expansion["correct"], expansion["seed"]]},
+        tolerance="forms 1e-3 (float32 angles at m < 5000), norms 1e-5 relative, R 1e-12; "
+                  "partners exact",
+        verdict=decide(margins, seed_margins),
         margins=margins,
-        notes=["half layout = interleaved layout after x[..., (0, 2, 4, ..., 1, 3, ...)]"],
+        seed_margins=seed_margins,
+        notes=["half layout = interleaved layout after x[..., (0, 2, 4, ..., 1, 3, ...)]",
+               f"d = {d}: the half layout rotates channel 0 with {int(partner[0])}, the seed's "
+               "comment says with 1"],
     )
+
+
+def _logit_expansions(g: torch.Generator, inv: Tensor) -> dict[str, float]:
+    """The library's logit <R_m q, R_n k> (interleaved layout) against three closed forms of
+    004:481-487, each as max |difference| / (|q| |k|) over 32 random (q, k, m, n)."""
+    d, trials = 2 * inv.numel(), 32
+    q, k = randn(g, trials, d, dtype=torch.float64), randn(g, trials, d, dtype=torch.float64)
+    m = torch.randint(-2000, 2000, (trials,), generator=g)
+    n = torch.randint(-2000, 2000, (trials,), generator=g)
+    cq, sq = rope_cos_sin(m, inv, layout="interleaved")
+    ck, sk = rope_cos_sin(n, inv, layout="interleaved")
+    logit = (apply_rotary(q, cq, sq, layout="interleaved")
+             * apply_rotary(k, ck, sk, layout="interleaved")).sum(-1)
+    angle = (n - m).double().unsqueeze(-1) * inv.double()  # (trials, d/2)
+    q0, q1, k0, k1 = q[:, 0::2], q[:, 1::2], k[:, 0::2], k[:, 1::2]
+    qc, kc = torch.complex(q0, q1), torch.complex(k0, k1)
+    complex_form = (qc.conj() * kc * torch.polar(torch.ones_like(angle), angle)).real.sum(-1)
+    even = (q0 * k0 + q1 * k1) * angle.cos()
+    correct = (even + (q1 * k0 - q0 * k1) * angle.sin()).sum(-1)
+    seed = (even + (q0 * k1 - q1 * k0) * angle.sin()).sum(-1)
+    scale = q.norm(dim=-1) * k.norm(dim=-1)
+    return {name: float(((logit - form).abs() / scale).max())
+            for name, form in (("complex", complex_form), ("correct", correct), ("seed", seed))}
 
 
 @claim(
     "position.rope-group-property",
-    source=f"{SEED_000} 练习 8.3.3-1, 理论 B (R(mθ)^T R(nθ) = R((n-m)θ))",
-    statement="""The implementation's rotation family f(m) (the matrix of
-    apply_rotary with the cos/sin tables of rope_cos_sin at position m) is orthogonal and
-    satisfies f(m)^T f(n) = f(n - m); a norm-preserving family that is not a rotation group,
-    such as reflections, does not.""",
+    source=f"{SEED_000} 练习 8.3.3-1, 理论 B (R(mθ)^T R(nθ) = R((n-m)θ), 唯一性)",
+    statement="""The implementation's rotation family f(m) (the matrix of apply_rotary with the
+    cos/sin tables of rope_cos_sin at position m) is orthogonal and satisfies
+    f(m)^T f(n) = f(n - m); a norm-preserving family that is not a rotation group, such as
+    reflections, does not. The relative constraint <f(m) q, f(n) k> = g(q, k, n - m) with norm
+    preservation does not force f(m) = R(m θ): it gives f(m) = A G(m) with A = f(0) orthogonal
+    and G a homomorphism; in 2-D the continuous reflections R(m θ) F and, on integer positions,
+    A F^m with a reflection F satisfy it, so the main seed's 'unique solution R(m θ)' is
+    refuted (unique only for f continuous in m, up to the fixed orthogonal A).""",
+    statement_zh="""实现中的旋转族 f(m)（位置 m 处 rope_cos_sin 的 cos/sin 表经
+    apply_rotary得到的矩阵）是正交的，并满足 f(m)^T f(n) = f(n - m)；
+    不是旋转群的保范数族（例如反射）不满足。相对位置约束<f(m) q, f(n) k> = g(q, k, n - m)
+    加上保范数并不强制 f(m) = R(m θ)：它只给出 f(m) = A G(m)，其中A = f(0) 为正交矩阵、G
+    为群同态；在二维中，连续的反射族 R(m θ) F 以及在整数位置上带反射 F 的 A F^m都满足该约束，
+    因此主文'唯一解是 R(m θ)'被驳斥（只有当 f对 m 连续时才唯一，且只到固定的正交矩阵 A 为止）。""",
     falsifier="rope.cos-sin-swapped",
-    expected="verified",
-    version=2,
-    seed_refs=[("000", 19, 19), ("000", 96, 96), ("000", 604, 612), ("000", 682, 682)],
+    expected="refuted",
+    version=3,
+    seed_refs=[("000", 604, 616), ("000", 19, 19), ("000", 30, 30), ("000", 96, 96),
+               ("000", 562, 562), ("000", 682, 682), ("000", 1540, 1540),
+               ("000", 1564, 1564)],
+    refutes=[
+        Refutation(seed="000", line=614,
+                   says="满足约束且保持向量范数的线性位置变换，必然是旋转矩阵 R(mθ) …… 唯一解",
+                   correct="the constraint gives f(m) = A G(m), G a homomorphism, A = f(0) any "
+                           "orthogonal matrix: R(mθ) F (F a reflection, continuous in m) and, on "
+                           "integer positions, A F^m satisfy it with reflections among the f(m)"),
+        Refutation(seed="000", line=682,
+                   says="论证为什么'保范数 + 内积只依赖 m-n'强制 R(m) 必须是旋转而非其他线性变换",
+                   correct="it does not: reflections satisfy both; uniqueness needs continuity "
+                           "in m and holds only up to a fixed orthogonal change of basis"),
+        Refutation(seed="000", line=1540,
+                   says="'内积只依赖相对位置' ⟹ 位置编码唯一是 SO(2)^{d/2} 旋转",
+                   correct="only with f continuous in m and f(0) = I; otherwise A G(m) with G a "
+                           "homomorphism into O(d), e.g. G(1) a reflection on integer positions"),
+        Refutation(seed="000", line=30,
+                   says="推导出 RoPE 的旋转矩阵是唯一解",
+                   correct="the rotation is one solution; the constraint fixes f only up to "
+                           "f(0) and, on integer positions, allows reflections"),
+        Refutation(seed="000", line=562,
+                   says="它不是'设计'出来的，而是从约束唯一地推导出来的",
+                   correct="the constraint admits A G(m) for any orthogonal A and homomorphism "
+                           "G; R(mθ) is singled out only by f(0) = I and continuity in m"),
+        Refutation(seed="000", line=1564,
+                   says="RoPE 群论: 相对位置约束 ⟹ 唯一旋转解",
+                   correct="not unique: reflections R(mθ)F and A F^m satisfy the constraint"),
+    ],
 )
 def check_rope_group_property(ctx: Context) -> Evidence:
     """Issue 14 (version 2): f(m) is read off the library (``apply_rotary`` on the identity
@@ -146,15 +288,20 @@ def check_rope_group_property(ctx: Context) -> Evidence:
     the claim built itself; the reflection family (``theory/positions.py``) is the statement's
     contrast, measured, not the falsifier (a cos/sin swap planted in ``angles_to_cos_sin``,
     which makes f(m) = R(mθ - π/2): still orthogonal and relative, but not a group
-    homomorphism)."""
+    homomorphism).
+
+    Issue 18 (version 3, 000:614): the 2-D counterexamples to the uniqueness of R(m θ) are
+    measured (``theory/rope_audit``): the relative defect max |f(m)^T f(n) - f(m+t)^T f(n+t)|
+    of the continuous reflections R(m θ) F and of the integer family A F^m (A a rotation, F a
+    reflection), their norm defect, and their distance to SO(2) (2 for every reflection). The
+    seed's uniqueness (every such family is a rotation) is a seed margin on that distance. The
+    library family's own relative defect is a margin too."""
     g = ctx.generator(4)
     d = 8
     inv = default_inv_freq(d, 1e4)
-    eye = torch.eye(d, dtype=torch.float64).unsqueeze(1)  # (d, 1, d): rows e_j at one position
 
     def f(p: int) -> Tensor:
-        cos, sin = rope_cos_sin(torch.tensor([p]), inv, layout="interleaved")
-        return apply_rotary(eye, cos, sin, layout="interleaved").squeeze(1).T  # column j = f e_j
+        return library_rotation(p, inv)
 
     pairs = torch.randint(-500, 500, (50, 2), generator=g)
     worst, ortho, worst_reflection = 0.0, 0.0, 0.0
@@ -164,22 +311,75 @@ def check_rope_group_property(ctx: Context) -> Evidence:
         ortho = max(ortho, float((fm.T @ fm - torch.eye(d, dtype=torch.float64)).abs().max()))
         rm, rn, rd = (reflection_family(p, inv) for p in (m, n, n - m))
         worst_reflection = max(worst_reflection, float((rm.T @ rn - rd).abs().max()))
+    triples = [(m, n, t) for (m, n), t in zip(
+        torch.randint(-60, 60, (24, 2), generator=g).tolist(),
+        torch.randint(-60, 60, (24,), generator=g).tolist(), strict=True)]
+    lib_relative = relative_defect(f, triples)
+    uniq = _uniqueness_counterexamples(triples)
     # float32 angles p θ at |p| < 1000: rounding of the product (ulp(1000)/2 = 3e-5) plus θ's
     # (1000 * 6e-8) give <= 1e-4 per angle; three angles enter each entry: 1e-3 covers them.
-    # cos/sin in float32: |c^2 + s^2 - 1| <= 2.4e-7, so orthogonality to 1e-6.
+    # cos/sin in float32: |c^2 + s^2 - 1| <= 2.4e-7, so orthogonality to 1e-6. The 2-D
+    # counterexamples are float64 products of at most 120 orthogonal factors: ~1e-13.
     margins = [
         at_most("max |f(m)^T f(n) - f(n-m)|", worst, 1e-3),
         at_most("max |f(m)^T f(m) - I|", ortho, 1e-6),
         at_least("reflections: max |f(m)^T f(n) - f(n-m)|", worst_reflection, 0.1),
+        at_most("library f: relative defect max |f(m)^T f(n) - f(m+t)^T f(n+t)|",
+                lib_relative, 1e-3),
+        at_most("2-D reflections R(mθ)F: relative defect", uniq["continuous_relative"], 1e-9),
+        at_most("2-D integer family A F^m: relative defect", uniq["integer_relative"], 1e-9),
+        at_most("2-D counterexamples: max |f^T f - I|", uniq["norm_defect"], 1e-9),
+        at_most("A F^m: G(m) = f(0)^T f(m) is a homomorphism, max |G(m)G(n) - G(m+n)|",
+                uniq["homomorphism_defect"], 1e-9),
+    ]
+    seed_margins = [
+        at_most("seed (000:614): R(mθ)F is a rotation (distance to SO(2) at m = 1)",
+                uniq["continuous_distance"], 1e-6),
+        at_most("seed (000:614): A F^m is a rotation (distance to SO(2) at m = 1)",
+                uniq["integer_distance"], 1e-6),
     ]
     return Evidence(
         predicted={"max |f(m)^T f(n) - f(n-m)|": 0.0, "max |f^T f - I|": 0.0,
-                   "reflections": "> 0.1"},
+                   "reflections": "> 0.1", "counterexamples: relative defect": 0.0,
+                   "counterexamples: distance to SO(2)": 2.0},
         measured={"max |f(m)^T f(n) - f(n-m)|": worst, "max |f^T f - I|": ortho,
-                  "reflections": worst_reflection},
-        tolerance="1e-3 (float32 angles, |positions| < 1000), orthogonality 1e-6",
-        verdict=decide(margins),
+                  "reflections": worst_reflection, "library relative defect": lib_relative,
+                  **{f"2-D {k}": v for k, v in uniq.items()}},
+        tolerance="1e-3 (float32 angles, |positions| < 1000), orthogonality 1e-6; the float64 "
+                  "counterexamples 1e-9",
+        verdict=decide(margins, seed_margins),
         margins=margins,
+        seed_margins=seed_margins,
         notes=["d = 8, 50 random (m, n) in [-500, 500); f(m) from apply_rotary + rope_cos_sin "
-               "(interleaved layout)"],
+               "(interleaved layout)",
+               "uniqueness (000:614) in 2-D, 24 random (m, n, t) in [-60, 60): the reflection "
+               "family R(mθ)F (θ = 1, F across the x-axis) is continuous in m, every member has "
+               "det -1; A F^m (A = R(0.7), F across the line at 0.3 rad) alternates A and A F. "
+               "With f(0) = I and f continuous in real m, G is a one-parameter subgroup of O(2), "
+               "hence R(mθ): the seed's 'continuity' is needed, and so is f(0) = I"],
     )
+
+
+def _uniqueness_counterexamples(triples: list[tuple[int, int, int]]) -> dict[str, float]:
+    """The two 2-D families of ``theory/rope_audit`` that satisfy the relative constraint and
+    preserve norms without being rotations."""
+    theta = torch.tensor([1.0], dtype=torch.float64)
+
+    def continuous(m: int) -> Tensor:
+        return reflection_family(m, theta)  # R(m θ) F: a reflection at every m
+
+    integer = power_family(reflection(0.3), rotation_2d(0.7))  # A F^m
+    eye = torch.eye(2, dtype=torch.float64)
+    norm_defect = max(float((fam(m).T @ fam(m) - eye).abs().max())
+                      for fam in (continuous, integer) for m, _, _ in triples)
+
+    def G(m: int) -> Tensor:
+        return integer(0).T @ integer(m)
+
+    hom = max(float((G(m) @ G(n) - G(m + n)).abs().max()) for m, n, _ in triples)
+    return {"continuous_relative": relative_defect(continuous, triples),
+            "integer_relative": relative_defect(integer, triples),
+            "norm_defect": norm_defect, "homomorphism_defect": hom,
+            "continuous_distance": distance_to_so2(continuous(1)),
+            "integer_distance": distance_to_so2(integer(1)),
+            "integer_det_at_1": float(torch.linalg.det(integer(1)))}

@@ -12,6 +12,7 @@ from torch import Tensor
 from transformer_math.claims.position._common import SEED_000
 from transformer_math.claims.registry import (
     Context,
+    Correction,
     Evidence,
     Figure,
     Margin,
@@ -54,7 +55,8 @@ TWO_PI = 2 * math.pi
     falsifier="rope.inv-freq-exponent",
     expected="refuted",
     version=2,
-    seed_refs=[("000", 649, 666), ("000", 688, 688), ("000", 1391, 1391)],
+    seed_refs=[("000", 649, 666), ("000", 678, 678), ("000", 688, 688), ("000", 1391, 1391),
+               ("000", 1476, 1477), ("000", 1541, 1541), ("000", 1564, 1564)],
     refutes=[
         Refutation(seed="000", line=653,
                    says="退化的根源：高频分量在远位置进入'未见相位区' (the high-frequency pairs "
@@ -68,6 +70,27 @@ TWO_PI = 2 * math.pi
                    says="位置内插的代价：低频分辨率被压缩 (PI costs low-frequency resolution)",
                    correct="PI divides every θ_i by s; the adjacent-position chord lost is "
                            "~θ_i (1 - 1/s), almost all of it in the high-frequency pairs"),
+        # The same two statements restated elsewhere in the main seed, refuted by the same
+        # seed margins (issue 18).
+        *(Refutation(seed="000", line=line, says=says,
+                     correct="the pairs that see unseen phases are those whose wavelength "
+                             "exceeds L_train (the low frequencies); high-frequency pairs have "
+                             "turned many times in training")
+          for line, says in (
+              (658, "本质洞察（外推退化 = 高频分量的'分布外'）"),
+              (660, "既然病根是'高频相位 OOD'，药方就是调整频率谱"),
+              (663, "NTK-aware: 对高频少缩放（它们才是 OOD 的元凶……）"),
+              (666, "它们是同一思想（修高频 OOD）在不同精细度下的实现"),
+              (678, "训练时高频分量只见过有限的相位范围……高频旋转累积了大量未见相位"),
+              (688, "练习 8.3.3-4: 论证为何高频分量在远位置进入'未见相位区'、而低频基本无害"),
+              (1391, "误区表 #25: 退化是高频旋转相位进入训练未见区（OOD）"),
+              (1477, "NTK-aware / YaRN: 使远位置高频相位落回训练范围"),
+              (1541, "RoPE 外推退化机理: 高频分量在远位置进入未见相位区（OOD）"),
+              (1564, "RoPE 群论: 外推退化=高频相位 OOD"))),
+        Refutation(seed="000", line=1476,
+                   says="位置内插 …… 稳妥但损失低频分辨率 (glossary)",
+                   correct="PI's resolution loss falls almost entirely on the high-frequency "
+                           "pairs (measured share > 90 %)"),
     ],
 )
 def check_rope_extrapolation_mechanism(ctx: Context) -> Evidence:
@@ -213,24 +236,57 @@ def _measured_inv_freq(module: RotaryEmbedding, seq_len: int) -> tuple[Tensor, f
 
 @claim(
     "position.scaling-methods",
-    source=("000 §8.3.3 理论 C (PI, NTK-aware, YaRN); Chen et al. 2023; bloc97 2023; Peng et al. "
-            "2023; Llama 3.1; Ding et al. 2024 (LongRoPE); HF modeling_rope_utils (FACTS.md)"),
+    source=("000 §8.3.3 理论 C (PI, NTK-aware, YaRN); 004 ch. 9 variant table; Chen et al. 2023; "
+            "bloc97 2023; Peng et al. 2023; Llama 3.1; Ding et al. 2024 (LongRoPE); HF "
+            "modeling_rope_utils (FACTS.md)"),
     statement="""Default, linear/PI, NTK-aware, dynamic NTK (at two lengths), YaRN, llama3 and
     LongRoPE (short factors at L0, long beyond) give the frequencies and attention factors of
     their published formulas, and after scaling by s = L_test/L_train each keeps the phases it
     claims to keep inside the trained range (PI: every pair; YaRN and llama3: every pair with
     wavelength > L_train; NTK: the lowest pair) while leaving the highest-frequency pair
     unchanged (all but PI). The main seed's 'YaRN leaves the low frequencies almost unchanged'
-    is refuted: YaRN divides them by s.""",
+    is refuted: YaRN divides them by s. The third seed's NTK-aware row (every θ_i times
+    α^(d/(d-2))) and YaRN row (low frequencies NTK, high frequencies linear) are refuted: NTK
+    multiplies θ_i by α^(-2i/(d-2)), and YaRN keeps the high frequencies and divides the low
+    ones by s.""",
+    statement_zh="""默认、线性/PI、NTK-aware、动态 NTK（两个长度）、YaRN、llama3 与
+    LongRoPE（L0 内用短因子，超出用长因子）给出与其公开公式一致的频率与注意力因子；按 s =
+    L_test/L_train缩放后，每种方法都把它声称保持的相位留在训练范围内（PI：所有维度对；YaRN 与
+    llama3：波长 > L_train 的维度对；NTK：最低频的一对），且除 PI 外都不改变最高频的一对。
+    主文'YaRN低频几乎不动'被驳斥：YaRN 把低频除以 s。第三份种子文档表中的 NTK-aware 行（每个
+    θ_i 乘以α^(d/(d-2))）与 YaRN 行（低频 NTK、高频线性）被驳斥：NTK 把 θ_i 乘以 α^(-2i/(d-2))
+    ，YaRN 保持高频不变并把低频除以 s。""",
     falsifier="rope.yarn-attention-factor-dropped",
     expected="refuted",
-    version=2,
+    version=3,
     seed_refs=[("000", 660, 666), ("004", 491, 499)],
-    refutes=[Refutation(
-        seed="000", line=664,
-        says="YaRN: 高频'外推'、中频'内插'、低频几乎不动 (low frequencies almost unchanged)",
-        correct="YaRN keeps the high-frequency pairs and divides the low-frequency ones "
-                "(wavelength > L0 / beta_slow) by s, ramping in between (Peng et al. 2023)")],
+    refutes=[
+        Refutation(
+            seed="000", line=664,
+            says="YaRN: 高频'外推'、中频'内插'、低频几乎不动 (low frequencies almost unchanged)",
+            correct="YaRN keeps the high-frequency pairs and divides the low-frequency ones "
+                    "(wavelength > L0 / beta_slow) by s, ramping in between (Peng et al. 2023)"),
+        Refutation(
+            seed="004", line=497,
+            says="NTK-aware: θ_i = b^(-2i/d_k) · α^(d_k/(d_k-2))",
+            correct="NTK-aware raises the base to b α^(d/(d-2)), so θ'_i = θ_i α^(-2i/(d-2)): "
+                    "the highest pair unchanged, the lowest divided by α; the seed's factor "
+                    "multiplies every frequency by α^(d/(d-2)) > 1"),
+        Refutation(
+            seed="004", line=498,
+            says="YaRN: 分段 θ_i（低频 NTK、高频线性）",
+            correct="YaRN (NTK-by-parts) leaves the high frequencies unchanged and interpolates "
+                    "the low ones linearly (θ/s), with a linear ramp between; neither band "
+                    "follows the NTK formula"),
+    ],
+    corrections=[Correction(
+        seed="004", line=499,
+        says="LongRoPE: θ_i 通过搜索优化 | 256K 上下文",
+        correct="LongRoPE extends the context window to 2048K tokens; 256K is the intermediate "
+                "fine-tuning length of its progressive extension (fine-tune at 256K, then a "
+                "second search to 2048K)",
+        source="Ding et al., 'LongRoPE: Extending LLM Context Window Beyond 2 Million Tokens', "
+               "ICML 2024, arXiv 2402.13753 (abstract)")],
 )
 def check_scaling_methods(ctx: Context) -> Evidence:
     """Issue 14 (version 2). θ'_i and the attention factor are read off each RotaryEmbedding's
@@ -279,6 +335,26 @@ def check_scaling_methods(ctx: Context) -> Evidence:
     # 0.1 is generous: the measured ratio is 1/s).
     seed_margins = [close_to("seed: YaRN lowest-frequency θ'/θ ≈ 1 ('低频几乎不动')",
                              float(rel_of["yarn"][-1]), 1.0, abs_=0.1)]
+    # The third seed's table (004:497-498) on the same measured ratios θ'/θ.
+    ntk_seed = s ** (d / (d - 2))
+    ntk_dev = float(((rel_of["ntk"] - ntk_seed).abs() / ntk_seed).max())
+    interpolated = (rel_of["yarn"] - 1.0 / s).abs() <= _THETA_TOL  # pairs YaRN divides by s
+    interpolated[-1] = False  # NTK also divides the lowest pair by s exactly
+    yarn_vs_ntk = float(((rel_of["yarn"] - rel_of["ntk"]).abs() / rel_of["ntk"])
+                        [interpolated].max()) if bool(interpolated.any()) else 0.0
+    seed_margins += [
+        at_most("seed (004:497): NTK θ'_i/θ_i = α^(d/(d-2)) on every pair, max rel. deviation",
+                ntk_dev, 1e-3),
+        close_to("seed (004:498): YaRN highest-frequency θ'/θ = 1/s ('高频线性')",
+                 float(rel_of["yarn"][0]), 1.0 / s, abs_=1e-3),
+        at_most("seed (004:498): YaRN's low band follows NTK, max rel. |θ'_yarn - θ'_ntk|",
+                yarn_vs_ntk, 1e-2),
+    ]
+    measured["004 table"] = {"NTK θ'/θ (first, last)": [float(rel_of["ntk"][0]),
+                                                         float(rel_of["ntk"][-1])],
+                             "seed's NTK factor α^(d/(d-2))": ntk_seed,
+                             "YaRN pairs divided by s": int(interpolated.sum()) + 1,
+                             "max rel. YaRN vs NTK on them": yarn_vs_ntk}
     broken = [m.name for m in margins if not m.holds]
     return Evidence(
         predicted="published closed forms (theory/positions.py); coverage as stated",
