@@ -8,6 +8,8 @@ import pytest
 from transformer_math.claims.architecture import (  # noqa: F401  (registers the claims)
     encoder_decoder,
     flash,
+    kaplan,
+    layernorm_scale,
     norms,
     residual,
     scaling,
@@ -25,6 +27,8 @@ EXPECTED = {
     "architecture.flash-io",
     "architecture.tiled-attention-exact",
     "architecture.encoder-decoder",
+    "architecture.layernorm-eps-jacobian",
+    "architecture.kaplan-joint-law",
 }
 
 

@@ -11,6 +11,7 @@ from torch import Tensor, nn
 from transformer_math.claims.architecture._common import SEED_000, loglog_slope, xavier_init_
 from transformer_math.claims.registry import (
     Context,
+    Correction,
     Evidence,
     Figure,
     Series,
@@ -221,6 +222,27 @@ def last_layer_slopes(ctx: Context) -> tuple[dict[str, float], dict[str, list[fl
     expected="verified",
     version=2,
     seed_refs=[("000", 1114, 1114), ("004", 369, 375)],
+    corrections=[
+        Correction(
+            seed="004", line=1079,
+            says="Nguyen, Salazar. 'Transformers without Normalization'. 2023.",
+            correct="'Transformers without Normalization' is Zhu, Chen, He, LeCun and Liu (CVPR "
+            "2025; Dynamic Tanh, DyT(x) = gamma * tanh(alpha x) + beta, replaces the norm "
+            "layers); Nguyen and Salazar wrote 'Transformers without Tears: Improving the "
+            "Normalization of Self-Attention' (IWSLT 2019: PreNorm, ScaleNorm)",
+            source="Zhu et al., CVPR 2025 (arXiv 2503.10622), title page; Nguyen & Salazar, "
+            "IWSLT 2019 (arXiv 1910.05895), title page; FACTS.md"),
+        Correction(
+            seed="004", line=375,
+            says="studies show Pre-Norm keeps gradients stable in deep networks [footnote 1: "
+            "Nguyen & Salazar, 'Transformers without Normalization', 2023]",
+            correct="the supporting sources are Nguyen & Salazar 2019 ('Transformers without "
+            "Tears', PreNorm trains without warm-up) and Xiong et al. 2020 (Theorem 1, "
+            "checked by this claim); the cited title belongs to Zhu et al. 2025, a paper that "
+            "removes normalisation altogether",
+            source="Nguyen & Salazar 2019 (arXiv 1910.05895); Xiong et al. 2020 (ICML, arXiv "
+            "2002.04745); Zhu et al. 2025 (arXiv 2503.10622)"),
+    ],
 )
 def check_pre_vs_post_norm(ctx: Context) -> Evidence:
     sweep: PerSeed = over_seeds(ctx, last_layer_slopes)

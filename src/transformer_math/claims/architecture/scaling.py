@@ -25,10 +25,13 @@ from torch import nn
 from transformer_math.claims.architecture._common import SEED_000
 from transformer_math.claims.registry import (
     Context,
+    Correction,
     Evidence,
     Refutation,
+    at_least,
     at_most,
     claim,
+    close_to,
     decide,
 )
 from transformer_math.diagnostics.flops import count_flops
@@ -46,6 +49,7 @@ from transformer_math.theory.scaling_laws import (
 
 SEED_C, SEED_N, SEED_D = 1e21, 1e10, 2e11  # 000 line 1148: the seed's worked example
 SEED_DATA, SEED_DATA_N = 1e9, 5e7  # 000 line 1144: data-limited sizing
+SEED_RATIO = 1800.0  # 000 lines 1146, 1152, 1708: the seed's "inference-optimal D/N"
 RATIO_BAND = 2.0  # "about": within a factor 2 (the seed's numbers are orders of magnitude)
 
 
@@ -95,16 +99,71 @@ def _argmin_resolution(flops: float) -> float:
     numerically gives the Lagrange optimum N ~ C^0.46, about 20 tokens per parameter (within a
     factor 2 at C = 1e21) and D = 1e9 -> N ~ 5e7 as the seed says; inference-aware sizing gives a
     smaller, cheaper model. The seed's C = 1e21 example (N ~ 1e10, D ~ 2e11) is refuted: it
-    costs 6 N D = 1.2e22 FLOPs, and the optimum at 1e21 is N ~ 2e9, D ~ 8e10.""",
+    costs 6 N D = 1.2e22 FLOPs, and the optimum at 1e21 is N ~ 2e9, D ~ 8e10. Version 3: the
+    inference-aware optimum has no fixed tokens-per-parameter ratio (it grows with the inference
+    demand, from ~40 to ~1e5 over 1e10..1e15 inference tokens), and at a fixed loss it trains on
+    MORE tokens than the compute-optimal model; N = D / 1800 at the same D = 1e9 is a different,
+    much worse model (the seed's 5.5e5); the seed's "200x smaller" and "four orders of
+    magnitude" rest on its wrong 1e10 (38x and 3.6 decades with the optimum at 1e21).""",
     falsifier="scaling.training-cost-2nd",
     expected="refuted",
-    version=2,
-    seed_refs=[("000", 1124, 1154)],
-    refutes=[Refutation(
-        seed="000", line=1148,
-        says="C = 1e21 FLOPs -> N* ~ 1e10 parameters, D* ~ 2e11 tokens",
-        correct="that pair costs 6 N D = 1.2e22 FLOPs (12x the budget); the optimum of "
-        "Chinchilla's fitted loss at C = 1e21 is N ~ 2.2e9, D ~ 7.5e10 (34 tokens/param)")],
+    version=3,
+    seed_refs=[("000", 1124, 1154), ("000", 1708, 1708)],
+    refutes=[
+        Refutation(
+            seed="000", line=1148,
+            says="C = 1e21 FLOPs -> N* ~ 1e10 parameters, D* ~ 2e11 tokens",
+            correct="that pair costs 6 N D = 1.2e22 FLOPs (12x the budget); the optimum of "
+            "Chinchilla's fitted loss at C = 1e21 is N ~ 2.2e9, D ~ 7.5e10 (34 tokens/param)"),
+        Refutation(
+            seed="000", line=1146,
+            says="Sardana et al.'s inference-optimal scaling raises the optimal D/N from 20 to "
+            "1800+",
+            correct="the inference-aware optimum (minimise 6 N D_train + 2 N D_inf at fixed loss) "
+            "has no fixed ratio: at the loss of the 1e21 compute optimum it is ~40 tokens/param "
+            "for 1e10 inference tokens and ~1e5 for 1e15"),
+        Refutation(
+            seed="000", line=1708,
+            says="Chinchilla optimal ratio: D/N ~ 20 (training-optimal); >~ 1800 "
+            "(inference-optimal)",
+            correct="the inference-optimal ratio depends on the inference demand (~40 .. ~1e5 "
+            "over 1e10 .. 1e15 inference tokens); there is no 1800"),
+        Refutation(
+            seed="000", line=1152,
+            says="with the same D = 1e9 tokens, inference-optimal N* ~ D / 1800 ~ 5.5e5",
+            correct="Sardana et al. hold the LOSS fixed and train the smaller model on more "
+            "tokens; dividing a fixed D by a ratio gives a model whose fitted loss is ~2x that "
+            "of the data-limited model (7.4 vs 3.8 nats on Chinchilla's surface), not the "
+            "inference-aware optimum"),
+        Refutation(
+            seed="000", line=1150,
+            says="5e7 is 200x smaller than the compute-rich optimum 1e10",
+            correct="the optimum at C = 1e21 is ~2.2e9, ~38x the data-limited ~5.9e7; 200x "
+            "rests on the wrong 1e10"),
+        Refutation(
+            seed="000", line=1154,
+            says="the three optima span four orders of magnitude (1e10 .. 5.5e5)",
+            correct="with the correct optimum at 1e21 (2.2e9) even the seed's own 5.5e5 is 3.6 "
+            "decades below; the span rests on the wrong 1e10"),
+    ],
+    corrections=[Correction(
+        seed="000", line=1146,
+        says="OpenVLA 7B trained on 970k episodes (D/N ~ 140) embodies this trade-off",
+        correct="Kim et al. report a 7B model trained on 970k robot demonstrations; they give "
+        "no tokens-per-parameter figure and no inference-aware sizing argument: D/N ~ 140 "
+        "(~1e12 tokens) is not sourced in the paper",
+        source="Kim et al. 2024, 'OpenVLA: An Open-Source Vision-Language-Action Model' "
+        "(arXiv 2406.09246), abstract and training details; Sardana et al. 2024 (ICML, arXiv "
+        "2401.00448) for the inference-aware objective (FACTS.md: no fixed 1800)")],
+    statement_zh="""训练代价 C = 6 N D（在项目的 Transformer 上计数，并与 Table 3 各行核对）。沿
+    C = 6 N D 数值最小化 Chinchilla 拟合损失 E + A/N^alpha + B/D^beta，得到拉格朗日最优
+    N ~ C^0.46，在 C = 1e21 处约每参数 20 个 token（2 倍以内），且 D = 1e9 -> N ~ 5e7，与种子一致；
+    考虑推理的规模选择给出更小、总代价更低的模型。种子的 C = 1e21 例子（N ~ 1e10、D ~ 2e11）被否定：
+    它的代价是 6 N D = 1.2e22 FLOPs，而 1e21 处的最优是 N ~ 2e9、D ~ 8e10。第 3 版：推理感知最优
+    没有固定的每参数 token 比（随推理需求增长，推理 token 从 1e10 到 1e15 时约从 40 增到 1e5），
+    在固定损失下它比计算最优模型用更多训练 token；在同样 D = 1e9 下取 N = D / 1800 是另一个差得多
+    的模型（种子的 5.5e5）；种子的"小 200 倍"和"跨四个数量级"依赖其错误的 1e10（用 1e21 的最优
+    分别是 38 倍和 3.6 个数量级）。""",
 )
 def check_chinchilla(ctx: Context) -> Evidence:
     counted, library = counted_training_flops(ctx)
@@ -132,6 +191,16 @@ def check_chinchilla(ctx: Context) -> Evidence:
     base3 = compute_optimal(flops=SEED_C, approach="3")
     inf = inference_aware_optimum(base3, 1e13)
     seed_cost = training_flops(SEED_N, SEED_D)
+    # version 3: the inference-aware ratio over inference demands, and the fixed-D misreading
+    demands = [1e10, 1e11, 1e12, 1e13, 1e14, 1e15]
+    inf_ratios = [o.tokens / o.params for o in (inference_aware_optimum(base3, q)
+                                                  for q in demands)]
+    data_inf = inference_aware_optimum(data_limited, 1e13, approach="3")
+    seed_small = SEED_DATA / SEED_RATIO  # the seed's N = D / 1800 at the same D
+    loss_small = CHINCHILLA_LOSS(seed_small, SEED_DATA)
+    loss_data = CHINCHILLA_LOSS(data_limited.params, SEED_DATA)
+    ratio_200 = at_seed_c.params / data_limited.params
+    decades = math.log10(at_seed_c.params / seed_small)
     ctx.report_progress(1.0)
     # Tolerances: counted FLOPs exceed 6 N per token by the attention products 4 T d per layer
     # and token over 2 N per token (T / (6 d) ~ 1 % here, d = 256, T = 16) plus nothing else
@@ -150,6 +219,12 @@ def check_chinchilla(ctx: Context) -> Evidence:
         at_most("inference-aware N / compute-optimal N", inf.params / base3.params, 1.0),
         at_most("inference-aware total FLOPs / compute-optimal total FLOPs",
                 inf.total_flops / inf.compute_optimal_total_flops, 1.0),
+        at_least("inference-aware tokens/param at 1e15 / at 1e10 inference tokens (it grows "
+                 "with the demand)", inf_ratios[-1] / inf_ratios[0], 10.0),
+        at_least("inference-aware D_train / 1e9 at the loss of the D = 1e9 model (more data, "
+                 "not the same D)", data_inf.tokens / SEED_DATA, 1.0),
+        close_to("inference-aware loss at D = 1e9's loss (fixed-loss optimum)",
+                 data_inf.loss, loss_data, rel=1e-6),
     ]
     seed_margins = [
         at_most("seed's example: |c N D / C - 1| (N = 1e10, D = 2e11, C = 1e21)",
@@ -158,6 +233,14 @@ def check_chinchilla(ctx: Context) -> Evidence:
                 abs(math.log2(at_seed_c.params / SEED_N)), math.log2(RATIO_BAND)),
         at_most("seed's example: |log2(D_opt(1e21) / 2e11)|",
                 abs(math.log2(at_seed_c.tokens / SEED_D)), math.log2(RATIO_BAND)),
+        at_most("seed (000:1146, 1708): max over inference demands 1e10..1e15 of "
+                "|log2(inference-aware tokens/param / 1800)|",
+                max(abs(math.log2(r / SEED_RATIO)) for r in inf_ratios), math.log2(RATIO_BAND)),
+        at_most("seed (000:1152): |L(D/1800, D) - L(N_data-limited, D)| at D = 1e9 (a fixed-loss "
+                "optimum keeps the loss)", abs(loss_small - loss_data), 0.01),
+        at_most("seed (000:1150): |log2(N_opt(1e21) / N(D = 1e9) / 200)|",
+                abs(math.log2(ratio_200 / 200)), math.log2(RATIO_BAND)),
+        at_least("seed (000:1154): decades from N_opt(1e21) to the seed's 5.5e5", decades, 4.0),
     ]
     savings = 1 - inf.total_flops / inf.compute_optimal_total_flops
     return Evidence(
@@ -196,6 +279,14 @@ def check_chinchilla(ctx: Context) -> Evidence:
             "Epoch replication, Besiroglu et al. 2024, gives ~20 throughout).",
             f"Seed's example: 6 N D = {seed_cost:.2g} = {seed_cost / SEED_C:.0f} x its budget; "
             f"the optimum at C = 1e21 is N = {at_seed_c.params:.3g}, D = {at_seed_c.tokens:.3g}.",
+            "Version 3 (issue 18): inference-aware tokens/param at the 1e21 optimum's loss for "
+            "inference demands " + ", ".join(f"{q:.0e}: {r:.0f}" for q, r in
+                                            zip(demands, inf_ratios, strict=True))
+            + f"; at the D = 1e9 model's loss (N = {data_limited.params:.3g}, L = "
+            f"{loss_data:.3f}) with 1e13 inference tokens: N = {data_inf.params:.3g}, D_train = "
+            f"{data_inf.tokens:.3g}; the seed's N = 1e9 / 1800 = {seed_small:.3g} has L = "
+            f"{loss_small:.3f}; N_opt(1e21) / N(D = 1e9) = {ratio_200:.0f} (seed 200); "
+            f"log10(N_opt(1e21) / 5.5e5) = {decades:.2f} (seed: four orders)",
             f"Inference-aware (Sardana et al.), C = 1e21, 1e13 inference tokens: N = "
             f"{inf.params:.3g} ({inf.tokens / inf.params:.0f} tokens/param) instead of "
             f"{base3.params:.3g}, total FLOPs -{100 * savings:.0f} %.",

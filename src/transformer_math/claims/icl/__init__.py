@@ -4,6 +4,8 @@ Each check measures with the project's own implementation (linear self-attention
 explicit construction, trained models, baselines, scores) and compares with a prediction
 computed another way (GD from residuals, Neumann sums, closed forms, thresholds). Modules by
 theme: ``gd_construction`` (one GD step, stacked layers and OLS, the line-searched step),
+``value_matrix`` (the seed's W_V against the working one), ``depth_precision`` (layers vs
+condition number, one preconditioned step), ``demo_risk`` (risk vs number and noise of demos),
 ``newton_schulz``, ``bayes``, ``trained_linear_attention`` (trained LSA vs GD and Ahn et al.'s
 preconditioner; the quick Monte Carlo check of Gamma), ``task_diversity`` (trained
 transformers; the quick check of the prompt layout) and ``induction_heads`` (trained

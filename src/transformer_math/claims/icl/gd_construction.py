@@ -15,6 +15,7 @@ import torch
 from transformer_math.claims.icl._shared import SOURCE
 from transformer_math.claims.registry import (
     Context,
+    Correction,
     Evidence,
     Figure,
     Series,
@@ -62,6 +63,35 @@ def constructed_model(dim: int, eta: float, n: int, layers: int) -> LinearSelfAt
     expected="verified",
     version=2,
     seed_refs=[("000", 925, 947), ("000", 1066, 1066)],
+    corrections=[
+        Correction(
+            seed="000", line=143,
+            says="MIT (Garg, ICL experiments) -> EPFL (Von Oswald, ICL = GD)",
+            correct="Garg, Tsipras, Liang and Valiant are at Stanford; von Oswald et al. are at "
+            "ETH Zurich (Dept. of Computer Science) and Google Research",
+            source="Garg et al. 2022 (NeurIPS, arXiv 2208.01066), title page; von Oswald et "
+            "al. 2023 (ICML, arXiv 2212.07677), title page footnotes 1-2"),
+        Correction(
+            seed="000", line=913,
+            says="Akyurek et al., Bai et al. (NeurIPS 2023) prove that transformers implement "
+            "OLS / Ridge / Lasso",
+            correct="Akyurek et al. is ICLR 2023 ('What learning algorithm is in-context "
+            "learning?', arXiv 2211.15661) and constructs GD and closed-form ridge / least "
+            "squares; Lasso (via ISTA-like steps) and algorithm selection are Bai et al. 2023 "
+            "(NeurIPS, 'Transformers as Statisticians')",
+            source="Akyurek, Schuurmans, Andreas, Ma, Zhou, ICLR 2023, abstract; Bai, Chen, "
+            "Wang, Xiong, Mei, NeurIPS 2023, abstract"),
+        Correction(
+            seed="000", line=1036,
+            says="this code verifies that the linear-attention output equals one GD step "
+            "(difference ~1e-16)",
+            correct="the snippet computes eta * x_q @ (X.T @ y) twice (once named y_hat_attn, "
+            "once via w1 = eta * X.T @ y) and builds no attention layer, so its difference is "
+            "0 by construction and verifies nothing about attention; this claim loads the "
+            "weights into the project's linear self-attention and compares with GD computed "
+            "from residuals",
+            source="the seed's own listing, 000:1036-1050; von Oswald et al. 2023, Prop. 1"),
+    ],
 )
 def check_one_step_gd(ctx: Context) -> Evidence:
     g = ctx.generator(501)

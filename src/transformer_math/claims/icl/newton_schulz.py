@@ -13,6 +13,7 @@ import torch
 from transformer_math.claims.icl._shared import SOURCE
 from transformer_math.claims.registry import (
     Context,
+    Correction,
     Evidence,
     Figure,
     Series,
@@ -49,6 +50,17 @@ def residual_figure(residual: list[float], bound: list[float]) -> Figure:
     expected="verified",
     version=2,
     seed_refs=[("000", 1054, 1054)],
+    corrections=[Correction(
+        seed="000", line=1054,
+        says="Giannou et al. built a Newton-Schulz program that implements one iteration "
+        "exactly within 13 layers",
+        correct="Giannou et al.'s looped 13-layer transformer is a universal computer (a small "
+        "instruction-set machine, SUBLEQ-like, programmed by its input); Newton's matrix "
+        "inversion runs on it as a program of many loop passes (a basic linear-algebra "
+        "library), with approximate arithmetic (softmax-based) whose error is controlled, "
+        "not as one exact iteration per 13 layers",
+        source="Giannou, Rajput, Sohn, Lee, Lee, Papailiopoulos, 'Looped Transformers as "
+        "Programmable Computers', ICML 2023 (arXiv 2301.13196), abstract and sections 5-7")],
 )
 def check_newton_schulz(ctx: Context) -> Evidence:
     g = ctx.generator(508)

@@ -12,6 +12,7 @@ import torch
 from transformer_math.claims.icl._shared import SOURCE, preset, run_experiment
 from transformer_math.claims.registry import (
     Context,
+    Correction,
     Evidence,
     Figure,
     Margin,
@@ -119,6 +120,27 @@ NOTE_NARROWED = (
     expected="verified",
     version=2,
     seed_refs=[("000", 993, 1003)],
+    corrections=[
+        Correction(
+            seed="000", line=1001,
+            says="above M* the discrete prior 'densifies' into a continuous prior and the model "
+            "performs Bayesian estimation on it",
+            correct="the pretraining prior stays the uniform distribution over the M pool tasks; "
+            "above the threshold the transformer departs from the Bayes-optimal estimator for "
+            "that prior (dMMSE) and behaves like ridge, the Bayes estimator of a Gaussian prior "
+            "over all tasks that it was not trained on: the paper calls this in-context "
+            "learning non-Bayesian",
+            source="Raventos, Paul, Chen, Ganguli, NeurIPS 2023 (arXiv 2306.15063), abstract "
+            "('this capability hinges on it deviating from the Bayes optimal estimator with the "
+            "pretraining distribution as the prior')"),
+        Correction(
+            seed="000", line=1626,
+            says="source of the third view: Bayesian reading of the task-diversity threshold",
+            correct="the paper's title and result are the emergence of NON-Bayesian ICL: below "
+            "M* the model is Bayes-optimal for the pretraining prior (dMMSE), above it it is "
+            "not (it matches ridge)",
+            source="Raventos et al. 2023, title and abstract"),
+    ],
 )
 def check_task_diversity(ctx: Context) -> Evidence:
     def one(c: Context) -> tuple[dict[str, float], task_diversity.TaskDiversityResult]:
