@@ -3,6 +3,8 @@ expected verdict is enforced."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from transformer_math import bugs
@@ -172,6 +174,44 @@ def test_select_and_summarize():
     assert [c.id for c in select_claims([quick, full], pattern="full")] == ["demo.full"]
     s = summarize([run_claim(quick, Context()), run_claim(_claim(_crashing_check), Context())])
     assert s["total"] == 2 and s["verified"] == 1 and s["failed"] == 1 and s["problems"] == 1
+
+
+def test_k_finds_what_a_reader_of_the_chapter_expects():
+    """``-k`` searches id, topic, source, statement, section and project module, each field on
+    its own and case-insensitively (issue 18: ``-k 8.3.3`` and ``-k RoPE`` used to match
+    nothing, ``-k`` searched only id and topic)."""
+    every = registry.all_claims()
+    ids = lambda pattern: {c.id for c in select_claims(every, pattern=pattern)}  # noqa: E731
+    assert "position.rope-relative" in ids("8.3.3") and "position.rope-relative" in ids("§8.3.3")
+    assert all(c.section == "8.3.3" or "8.3.3" in c.source or "8.3.3" in c.statement
+               for c in select_claims(every, pattern=r"8\.3\.3"))
+    assert "position.rope-relative" in ids("RoPE") and ids("rope") == ids("RoPE")
+    assert ids("^M2$") == {"position.rope-relative"}
+    assert {"attention.sqrt-dk-variance", "icl.one-step-gd", "architecture.chinchilla"} <= (
+        ids("^M1$") | ids("^M3$") | ids("^M4$"))
+    from transformer_math import i18n
+
+    zh = i18n.statement(registry.get_claim("icl.one-step-gd"), "zh")
+    assert "icl.one-step-gd" in ids(re.escape(zh[:12]))  # the Chinese statement is searched too
+    assert ids(r"^position\.") == {c.id for c in every if c.topic == "position"}  # ^: a field
+    assert ids("no claim says this 8.3.9") == set()
+
+
+def test_claims_know_their_section_and_module():
+    c = registry.get_claim("attention.sqrt-dk-variance")
+    assert c.section == "8.3.1" and c.module == "M1"
+    data = registry.claim_json(c)
+    assert data["section"] == "8.3.1" and data["module"] == "M1" and "8.3.1" in data["sections"]
+    assert registry.get_claim("spectrum.qk-localization").section == "004.ch12"
+
+
+def test_corrections_are_cited_and_checked():
+    ok = registry.Correction("000", 143, "MIT", "Stanford", "Garg et al. 2022, title page")
+    assert ok.to_json()["source"].startswith("Garg")
+    with pytest.raises(ValueError, match="source must not be empty"):
+        registry.Correction("000", 143, "MIT", "Stanford", " ")
+    with pytest.raises(ValueError, match="seed must be one of"):
+        registry.Correction("001", 1, "a", "b", "c")
 
 
 def test_claim_ids_are_validated():

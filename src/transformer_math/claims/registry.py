@@ -460,7 +460,9 @@ class Claim:
         """What ``-k`` searches, each field on its own (so ``^`` and ``$`` anchor a field): id,
         topic, source, statement (both languages), the sections (``8.3.3`` and ``§8.3.3``) and
         the project module (``M2``)."""
-        parts = [self.id, self.topic, self.source, self.statement, self.statement_zh]
+        from transformer_math import i18n
+
+        parts = [self.id, self.topic, self.source, self.statement, i18n.statement(self, "zh")]
         parts += [p for key in self.sections for p in (key, "§" + key)]
         if self.module:
             parts.append(self.module)
