@@ -140,7 +140,9 @@ def check_compounding_error(ctx: Context) -> Evidence:
             "The seed's 1600 vs ~18 is T^2 eps vs T^2 eps / k; its derivation ('substitute T -> "
             "T/k') literally gives (T/k)^2 eps = 0.198. T^2 eps / k holds when each chunk errs "
             "with probability eps and cost is counted per step; with eps per executed step the "
-            "worst case gives no gain (theory/compounding_error.py).",
+            "worst case gives no gain (theory/compounding_error.py). Both readings are measured "
+            "through the chunk executor in robotics.chunked-error-bound (refuted: 000:1257, "
+            "000:1555).",
             "T^2 eps = 1600 exceeds the maximal cost T = 400: the bound is vacuous at T = 400.",
             "Issue 12: tiny trains 1500 steps on 50 demos, horizon 200, k in 1, 4, 16. Issue "
             "14 (version 2): on the worst of the seeds; 'error(second k) <= error(1)' and "

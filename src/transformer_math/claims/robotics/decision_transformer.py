@@ -9,6 +9,7 @@ import numpy as np
 
 from transformer_math.claims.registry import (
     Context,
+    Correction,
     Evidence,
     Figure,
     Refutation,
@@ -59,6 +60,17 @@ def _stitching_values(ctx: Context) -> tuple[dict[str, float], robotics_dt.Stitc
     expected="verified",
     version=2,
     seed_refs=[("000", 1230, 1232)],
+    corrections=[Correction(
+        seed="000", line=1230,
+        says="its fundamental limitation: the causal mask only looks at the history, so it does "
+        "not stitch",
+        correct="the failure to stitch comes from return-conditioned supervised learning "
+        "itself (conditioning on the returns observed in the data), not from the causal mask: "
+        "Markovian return-conditioned policies pi(a | s, R), with no history and no mask, fail "
+        "to stitch in the same way; a return never observed from a state has no data to imitate",
+        source="Brandfonbrener, Bietti, Buckman, Laroche & Bruna, 'When does Return-conditioned "
+        "Supervised Learning Work for Offline Reinforcement Learning?', NeurIPS 2022 (analysis "
+        "of RCSL policies conditioned on state and return)")],
 )
 def check_dt_stitching(ctx: Context) -> Evidence:
     sweep = over_seeds(ctx, _stitching_values)
@@ -149,13 +161,20 @@ def _reachability_values(ctx: Context) -> tuple[dict[str, float],
     falsifier="robotics.rtg-not-decremented",
     expected="refuted",
     version=2,
-    seed_refs=[("000", 1234, 1243), ("000", 1336, 1336)],
+    seed_refs=[("000", 1234, 1243), ("000", 1336, 1336), ("000", 1549, 1549)],
     refutes=[Refutation(
         seed="000", line=1243,
         says="DT's ceiling is locked at the best return achieved in the data: it at most "
         "reproduces R_max and never exceeds it",
         correct="above the data's range the achieved return saturates (gain ~ 0, far below the "
-        "target) but above R_max: the DT extrapolates part of the way before it saturates")],
+        "target) but above R_max: the DT extrapolates part of the way before it saturates"),
+        Refutation(
+            seed="000", line=1549,
+            says="theorem table, 'DT return reachability condition': beyond max R(s) the "
+            "request is out-of-distribution extrapolation and the DT's ability is locked at the "
+            "data's optimum",
+            correct="beyond the data's range the achieved return saturates but above the data's "
+            "best return (same measurement as 000:1243)")],
 )
 def check_dt_return_reachability(ctx: Context) -> Evidence:
     sweep = over_seeds(ctx, _reachability_values)

@@ -58,6 +58,14 @@ ACT_LATENT_DROPPED = declare_bug(
     seen_in="a latent token left out of the decoder's memory (or z detached to zeros) trains "
     "without error: the KL term then drives q(z | s, A) to the prior and nothing complains")
 
+ACT_ZERO_LATENT_SAMPLED = declare_bug(
+    "robotics.act-zero-latent-sampled",
+    "ACT's inference with latent_sampling='zero' draws z ~ N(0, I) instead of z = 0: the deployed "
+    "policy becomes stochastic (randn where zeros were meant)",
+    module=__name__,
+    seen_in="randn_like written for zeros_like; ACT (Zhao et al. 2023) and LeRobot decode with "
+    "z = 0 at inference")
+
 LATENT_SAMPLING = ("zero", "sample", "sample_per_episode")
 MAX_CAMERAS = 8
 _CAMERA_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
@@ -292,6 +300,8 @@ class ACTPolicy(ChunkPolicy):
         s = self._state(batch)
         z = s.new_zeros(s.shape[0], self.config.latent_dim)
         mode = self.config.latent_sampling if self.config.use_latent else "zero"
+        if mode == "zero" and planted(ACT_ZERO_LATENT_SAMPLED):  # planted bug (cvae-zero-latent)
+            z = self._noise(z)
         if mode == "sample":
             z = self._noise(z)
         elif mode == "sample_per_episode":
