@@ -108,7 +108,7 @@ def _argmin_resolution(flops: float) -> float:
     falsifier="scaling.training-cost-2nd",
     expected="refuted",
     version=3,
-    seed_refs=[("000", 1124, 1154), ("000", 1708, 1708)],
+    seed_refs=[("000", 1124, 1154), ("000", 1708, 1708), ("000", 1583, 1583)],  # project M4
     refutes=[
         Refutation(
             seed="000", line=1148,

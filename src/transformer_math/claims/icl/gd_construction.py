@@ -62,7 +62,7 @@ def constructed_model(dim: int, eta: float, n: int, layers: int) -> LinearSelfAt
     falsifier="icl.gd-value-sign",
     expected="verified",
     version=2,
-    seed_refs=[("000", 925, 947), ("000", 1066, 1066)],
+    seed_refs=[("000", 925, 947), ("000", 1066, 1066), ("000", 1582, 1582)],  # project M3
     corrections=[
         Correction(
             seed="000", line=143,

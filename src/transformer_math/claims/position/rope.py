@@ -47,7 +47,8 @@ from transformer_math.theory.rope_audit import (
     falsifier="rope.rotation-sign",
     expected="verified",
     version=2,
-    seed_refs=[("000", 588, 616), ("000", 647, 647), ("004", 226, 252), ("004", 1087, 1087)],
+    seed_refs=[("000", 588, 616), ("000", 647, 647), ("004", 226, 252), ("004", 1087, 1087),
+               ("000", 1581, 1581)],  # project M2
     corrections=[Correction(
         seed="004", line=line, says=says,
         correct="RoFormer (Su, Lu, Pan, Murtadha, Wen, Liu) appeared as arXiv 2104.09864 in "
