@@ -39,3 +39,16 @@ def test_with_the_padding_mask_inverted_equal_tokens_at_equal_positions_coincide
         codes = contextual_codes(model, IDS)
     d = code_distances(codes.reshape(8, 8), SEQUENCES)
     assert d["min_same_token_position"] == 0.0
+
+
+def test_one_layer_separates_all_81_sequences_refuting_the_seed() -> None:
+    from transformer_math.claims.registry import Context, Size, Verdict, get_claim, run_claim
+
+    claim = get_claim("expressivity.contextual-mapping")
+    res = run_claim(claim, Context(size=Size.TINY))
+    ev = res.evidence
+    assert ev.verdict is Verdict.REFUTED and res.expected_met and res.falsifier_caught
+    assert ev.measured["81_sequences"]["codes"] == 324
+    assert ev.seed_margins and not any(m.holds for m in ev.seed_margins)
+    assert {r.line for r in claim.refutes} == {739, 704}
+    assert {c.line for c in claim.corrections} == {743, 750}

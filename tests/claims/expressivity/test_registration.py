@@ -9,7 +9,9 @@ from transformer_math.claims.expressivity import (  # noqa: F401  (registers the
     approximation,
     component_ablation,
     contextual_mapping,
+    depth_separation,
     equivariance,
+    ffn_lookup,
 )
 from transformer_math.claims.registry import CLAIMS, Context, Falsifier, Size, Tier, run_claim
 
@@ -20,7 +22,9 @@ EXPRESSIVITY = sorted((c for c in CLAIMS.values() if c.topic == "expressivity"),
 def test_registered_with_planted_bugs() -> None:
     assert {c.id for c in EXPRESSIVITY} == {
         "expressivity.approximation-rate", "expressivity.component-ablation",
-        "expressivity.contextual-mapping", "expressivity.ffn-only-tokenwise",
+        "expressivity.contextual-mapping", "expressivity.depth-separation",
+        "expressivity.ffn-lookup",
+        "expressivity.ffn-only-tokenwise",
         "expressivity.no-position-equivariant", "expressivity.no-position-fit"}
     for c in EXPRESSIVITY:
         assert isinstance(c.falsifier, Falsifier) and c.expected is not None and c.seed_refs

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from transformer_math.claims.registry import (
     Context,
+    Correction,
     Evidence,
     Refutation,
     Size,
@@ -23,6 +24,86 @@ from transformer_math.theory.parity_margin import exhaustive_bits
 from transformer_math.theory.threshold_circuits import parity_threshold_circuit
 
 SEED_000_85 = "000 §8.3.5"
+HAB = ("Hesse, Allender & Barrington, 'Uniform constant-depth threshold circuits for division "
+       "and iterated multiplication', JCSS 65 (2002)")
+CHEN = "Chen, Li, Liang, Long, Shi, Song, Zhang, EMNLP 2025 (arXiv 2411.07602)"
+
+# Seed statements about circuit classes that primary sources contradict (cited, not measured).
+PRECISION_CORRECTIONS = [
+    Correction(
+        seed="000", line=833,
+        says="LLMs get multi-digit multiplication wrong not for lack of training but because "
+        "finite-precision transformers are in TC^0, which does not allow it",
+        correct="integer multiplication, iterated multiplication and division are in "
+        "(DLOGTIME-)uniform TC^0, so the TC^0 upper bound does not exclude them; and the "
+        "consequences of TC^0 membership (no linear systems, no CFG recognition) hold only "
+        "under L != P / TC^0 != NC^1, not as facts",
+        source=f"{HAB}; Merrill & Sabharwal, TACL 2023 (conditional statements)"),
+    Correction(
+        seed="000", line=854,
+        says="37 x 48 in one pass needs depth growing with the number of digits, beyond TC^0",
+        correct="multiplication of two n-bit numbers is in uniform TC^0 (constant depth, "
+        "polynomial size); even iterated multiplication and division are",
+        source=HAB),
+    Correction(
+        seed="000", line=846,
+        says="O(log n) chain-of-thought steps stay at the TC^0 level (slightly extended to L)",
+        correct="with O(log n) decoding steps the upper bound is L (log space): the class is "
+        "contained in L, which is not known to equal TC^0; linear steps recognise all regular "
+        "languages, polynomial steps give exactly P",
+        source="Merrill & Sabharwal, 'The Expressive Power of Transformers with Chain of "
+        "Thought', ICLR 2024 (arXiv 2310.07923)"),
+    Correction(
+        seed="000", line=856,
+        says="an empirical law: tasks a RASP program expresses concisely are the easiest to "
+        "learn",
+        correct="this is the RASP-Generalization conjecture of Zhou et al. (2024), stated for "
+        "length generalisation and for short RASP-L programs that work at every length; it is "
+        "a conjecture with evidence on algorithmic tasks, not an established law",
+        source="Zhou, Bradley, Littwin, Razin, Saremi, Susskind, Bengio & Nakkiran, 'What "
+        "Algorithms can Transformers Learn? A Study in Length Generalization', ICLR 2024 "
+        "(arXiv 2310.16028)"),
+    Correction(
+        seed="000", line=887,
+        says="exercise 8.3.5-2: sorting/classifying 20 blocks needs a multi-step algorithm a "
+        "fixed-depth transformer cannot run reliably (TC^0 bound)",
+        correct="sorting and counting are in TC^0 (measured: computation.sorting-counting-tc0): "
+        "the TC^0 upper bound does not rule them out; the practical limits are precision, "
+        "learnability and length generalisation",
+        source="standard circuit complexity (sorting and counting in TC^0)"),
+    Correction(
+        seed="000", line=881,
+        says="letting depth grow with n helps but does not change the complexity class; only "
+        "CoT does",
+        correct="depth growing with n does change the class: log-depth threshold circuits of "
+        "polynomial size are TC^1 (which contains NC^1); the TC^0 bound is for constant depth",
+        source="standard circuit complexity (TC^i = depth O(log^i n) threshold circuits)"),
+    Correction(
+        seed="004", line=595,
+        says="Chen et al., Lemma 1: the RoPE matrix R_Theta(m) has a Boolean circuit of size "
+        "O(d_k log m)",
+        correct="the paper places the trigonometric functions, matrix products, attention, MLP "
+        "and LayerNorm of a RoPE transformer each in uniform TC^0 (poly(n) precision); a "
+        "circuit size O(d_k log m) for R_Theta(m) is not a result of the paper",
+        source=f"{CHEN}, sections 4-5"),
+    Correction(
+        seed="004", line=601,
+        says="Chen et al., Theorem 2: TC^0 is contained in the RoPE-Transformer class (lower "
+        "bound); RoPE cannot express O(n) position information; the class is exactly "
+        "TC^0[log n] = log-depth threshold circuits",
+        correct="the paper proves only an upper bound (RoPE transformers with poly(n) "
+        "precision, O(1) layers, d <= O(n) are in DLOGTIME-uniform TC^0) and the hardness "
+        "results that follow unless TC^0 = NC^1; it states no lower bound, no 'exact' class, "
+        "and 'TC^0[log n] = log-depth threshold circuits' would be TC^1, not TC^0",
+        source=f"{CHEN}, main theorem and hardness theorems"),
+    Correction(
+        seed="004", line=613,
+        says="Chen et al., Corollary 1: for T > T_train the accuracy is at least "
+        "1 - O((T_train / T)^gamma), a guarantee for NTK-aware / YaRN extrapolation",
+        correct="the paper contains no length-extrapolation accuracy bound; it is a circuit "
+        "complexity upper bound with hardness consequences",
+        source=f"{CHEN}, abstract and contributions"),
+]
 
 
 @claim(
@@ -34,7 +115,8 @@ SEED_000_85 = "000 §8.3.5"
     precision, O(1) layers and d <= O(n) are in DLOGTIME-uniform TC^0.""",
     tier="quick",
     expected="cited",
-    seed_refs=[("000", 819, 838), ("004", 575, 606)],
+    seed_refs=[("000", 819, 838), ("000", 846, 856), ("000", 874, 887), ("004", 575, 619)],
+    corrections=PRECISION_CORRECTIONS,
 )
 def check_precision_claims(ctx: Context) -> Evidence:
     return Evidence(

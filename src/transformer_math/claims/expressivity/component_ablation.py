@@ -15,6 +15,7 @@ import torch
 
 from transformer_math.claims.registry import (
     Context,
+    Correction,
     Evidence,
     Figure,
     Margin,
@@ -90,14 +91,17 @@ _NOTES_SEED = (
     "between value means as k varies, so a linear readout of it is monotone in k, and "
     "two heads add little). What it gets wrong: 'both are indispensable': two attention-only "
     "layers without any norm, whose only nonlinearity is the softmax, fit the task, in line "
-    "with exercise 8.3.4-3 (Arqand et al. 2025)."
+    "with exercise 8.3.4-3 and with Hu, Liu, Chen, Wu & Liu 2025 (arXiv 2504.15956: two "
+    "attention-only layers with linear maps are universal approximators), the result the seed "
+    "attributes to an 'Arqand et al. 2025' that could not be found."
 )
 
 
 @claim(
     "expressivity.component-ablation",
     source=f"{SEED_000_84} ('反面': FFN-only, attention-only, one layer; '核心洞察: 两者缺一不可'; "
-    "Yun et al. 2020 proof steps 2-3); exercises 8.3.4-1 and 8.3.4-3 (Arqand et al. 2025)",
+    "Yun et al. 2020 proof steps 2-3); exercises 8.3.4-1 and 8.3.4-3; Hu, Liu, Chen, Wu & Liu "
+    "2025 (arXiv 2504.15956; the seed's 'Arqand et al. 2025')",
     statement="""On a task that needs both context and a nonlinearity (y_i = T[x_i, k], k = number
     of high tokens): an FFN-only model stays at the token-wise Bayes ceiling, the full block
     succeeds with one layer, and a one-layer attention-only model falls short of it, on every
@@ -108,7 +112,25 @@ _NOTES_SEED = (
     falsifier="presets.sublayers-dropped",
     expected="refuted",
     version=2,
-    seed_refs=[("000", 698, 706)],
+    seed_refs=[("000", 698, 706), ("000", 751, 751), ("000", 795, 795)],
+    corrections=[
+        Correction(
+            seed="000", line=751,
+            says="Arqand et al. (2025) prove that softmax attention alone, without FFN, is a "
+            "universal approximator",
+            correct="no paper by 'Arqand et al. 2025' could be found; the attention-only "
+            "universality result is Hu, Liu, Chen, Wu & Liu, 'Universal Approximation with "
+            "Softmax Attention' (2025): two-layer self-attention, or one layer followed by a "
+            "softmax, with linear maps only",
+            source="Hu, Liu, Chen, Wu & Liu, arXiv 2504.15956 (2025), abstract"),
+        Correction(
+            seed="000", line=795,
+            says="exercise 8.3.4-3: Arqand et al. (2025) prove softmax attention (no FFN) is a "
+            "universal approximator",
+            correct="the result is Hu, Liu, Chen, Wu & Liu (2025); the measured counterpart is "
+            "this claim's softmax-only arm (two attention-only layers, no FFN, no norms)",
+            source="Hu, Liu, Chen, Wu & Liu, arXiv 2504.15956 (2025), abstract"),
+    ],
     refutes=[Refutation(
         seed="000", line=706,
         says="attention mixes context, the FFN is the token-wise nonlinearity: the two are "

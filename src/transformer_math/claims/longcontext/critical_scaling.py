@@ -17,6 +17,7 @@ import torch
 
 from transformer_math.claims.registry import (
     Context,
+    Correction,
     Evidence,
     Figure,
     Refutation,
@@ -111,7 +112,14 @@ SEED_CS = [0.25 * i for i in range(17)]  # c in [0, 4]: the seed's constant, swe
     falsifier="critical-scaling.log-of-wrong-length",
     expected="refuted",
     version=2,
-    seed_refs=[("004", 658, 680), ("004", 744, 753)],
+    seed_refs=[("004", 646, 680), ("004", 744, 753), ("004", 1095, 1095)],
+    corrections=[Correction(
+        seed="004", line=1095,
+        says="footnote 9: Chen, Lin, Polyanskiy, Rigollet (2025), 'Critical Attention Scaling "
+        "in Long-Context Transformers', MIT LIDS Working Paper",
+        correct="arXiv 2510.05554 (October 2025), published at ICLR 2026; not a working paper "
+        "series",
+        source="Chen, Lin, Polyanskiy & Rigollet, arXiv 2510.05554; ICLR 2026 proceedings")],
     refutes=[Refutation(
         seed="004", line=662,
         says="softmax(QK^T / sqrt(d_k f(T))) with f(T) = 1 + c loglog T or 1 + c (log T)^1.5 is "

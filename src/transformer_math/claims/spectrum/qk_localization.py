@@ -17,6 +17,7 @@ import torch
 
 from transformer_math.claims.registry import (
     Context,
+    Correction,
     Evidence,
     Figure,
     Refutation,
@@ -38,6 +39,7 @@ from transformer_math.nn.hooks import run_with_cache
 from transformer_math.nn.init import no_init_draws, seeded
 
 F64 = torch.float64
+BAO = "Bao, Hataya & Karakida, ICML 2024 (PMLR 235), arXiv 2402.02098"
 
 
 def _seed_kappa_monitor_eigvalsh_on_nonsymmetric(w_qk: torch.Tensor) -> tuple[torch.Tensor, float]:
@@ -136,7 +138,38 @@ def _notes(d: int, eig_mean: float, stds: list[float], batch: int, n: int, draws
     falsifier="spectrum.eigvalsh-nonsymmetric",
     expected="refuted",
     version=2,
-    seed_refs=[("004", 770, 866), ("004", 950, 960)],
+    seed_refs=[("004", 757, 866), ("004", 950, 960), ("004", 1099, 1099)],
+    corrections=[
+        Correction(
+            seed="004", line=757,
+            says="chapter 12: 'QK eigenspectrum localisation theory (ICLR 2026)'; Bao, Hataya "
+            "and Karakida 'publish at ICLR 2026' (004:761)",
+            correct="'Self-attention Networks Localize When QK-eigenspectrum Concentrates' "
+            "appeared at ICML 2024 (PMLR 235), arXiv 2402.02098 (February 2024)",
+            source=BAO),
+        Correction(
+            seed="004", line=785,
+            says="Theorem 1 (necessary condition): localisation with |supp(a_i)| <= C implies "
+            "kappa(W_QK) >= 1 - O(C/d)",
+            correct="no such theorem is in the paper: it characterises localisation by the "
+            "mean and variance of the W_QK eigenspectrum (small variance, nonzero mean) via a "
+            "signal-propagation analysis, and does not use kappa = lambda_1 / sum lambda",
+            source=f"{BAO}, sections 3-4"),
+        Correction(
+            seed="004", line=789,
+            says="Theorem 2 (sufficient condition): kappa(W_QK) >= 1 - eps implies "
+            "rank_eff(A) <= d / log(1/eps)",
+            correct="not in the paper (see 004:785); its results concern the eigenspectrum's "
+            "mean and variance, rank collapse and entropy collapse, and the LocAteR "
+            "regulariser",
+            source=f"{BAO}, sections 3-5"),
+        Correction(
+            seed="004", line=1099,
+            says="footnote 11: Bao, H., Hataya, R., Karakida, R. (2026) ... ICLR 2026, "
+            "OpenReview aRZjRj41WQ",
+            correct="Bao, Hataya & Karakida (2024), ICML 2024 (PMLR 235), arXiv 2402.02098",
+            source=BAO),
+    ],
     refutes=[
         Refutation(seed="004", line=846, says="eigenvalues = torch.linalg.eigvalsh(W_qk) gives "
                    "the eigenvalues of W_QK = W_Q W_K^T",
