@@ -230,6 +230,9 @@ def claim_detail(c: Mapping[str, Any]) -> RenderableType:
                 ("expected", f"{c.get('expected') or DASH} (version {c.get('version', 1)})"),
                 ("seed lines", full(c.get("seed_refs"))),
                 ("refutes", full(c.get("refutes"))),
+                ("corrections", full(c.get("corrections"))),
+                ("section", f"{c.get('section') or DASH}"
+                            + (f" (project {c['module']})" if c.get("module") else "")),
                 ("per seed", full(c.get("per_seed"))),
                 ("seed's version", full(c.get("seed_margins"))),
                 ("seconds", full(c.get("seconds"))),
