@@ -1,0 +1,189 @@
+"""The Chinese catalogs (``i18n.zh_statements``, ``i18n.zh_text``): every registered claim has a
+Chinese statement, every catalog entry is well formed, and a fixed sample of real figure labels
+and notes (copied from a quick-tier run, ``tmath verify --tier quick --size tiny``) is covered.
+
+No claim is run: the registry is only imported, so the file takes well under a second.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from transformer_math.claims.registry import all_claims
+from transformer_math.i18n import has_statement, statement, text, translated
+from transformer_math.i18n.zh_statements import ZH_STATEMENTS
+from transformer_math.i18n.zh_text import ZH_PATTERNS, ZH_TEXT
+
+CJK = re.compile(r"[\u3400-\u9fff]")
+# Numbers as they appear in statements and labels: 3, 0.5, 1,050,624, 1e-5, 5.9e-03.
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*(?:e[-+]?\d+)?")
+
+
+def _numbers(s: str) -> list[str]:
+    return NUMBER.findall(s)
+
+
+# --- statements -----------------------------------------------------------------------------------
+
+
+def test_every_registered_claim_has_a_chinese_statement() -> None:
+    missing = [c.id for c in all_claims() if not has_statement(c, "zh")]
+    assert not missing, f"claims without statement_zh or a ZH_STATEMENTS entry: {missing}"
+
+
+def test_chinese_statements_are_chinese() -> None:
+    for c in all_claims():
+        zh = statement(c, "zh")
+        assert zh.strip() and zh != c.statement, c.id
+        assert CJK.search(zh), f"{c.id}: Chinese statement has no CJK characters"
+
+
+def test_catalog_statements_name_registered_claims() -> None:
+    ids = {c.id for c in all_claims()}
+    stale = sorted(set(ZH_STATEMENTS) - ids)
+    assert not stale, f"ZH_STATEMENTS entries for claims that are not registered: {stale}"
+
+
+def test_catalog_statements_in_use_keep_the_numbers() -> None:
+    """A catalog entry that :func:`statement` actually returns (the claim has no ``statement_zh``
+    of its own) states every number of the English statement: a statement bumped without its
+    translation shows up here."""
+    for c in all_claims():
+        if getattr(c, "statement_zh", None) or c.id not in ZH_STATEMENTS:
+            continue
+        zh = ZH_STATEMENTS[c.id]
+        missing = [n for n in _numbers(c.statement) if n not in zh]
+        assert not missing, f"{c.id}: numbers of the English statement missing in Chinese {missing}"
+
+
+def test_statement_lookup_on_json_documents() -> None:
+    claim_id, zh = next(iter(ZH_STATEMENTS.items()))
+    doc = {"id": claim_id, "statement": "English"}
+    assert statement(doc, "zh") == zh and has_statement(doc, "zh")
+    assert statement(doc, "en") == "English"
+    own = {"id": "x.unknown", "statement": "English", "statement_zh": "中文"}
+    assert statement(own, "zh") == "中文"
+    bare = {"id": "x.unknown", "statement": "English"}
+    assert statement(bare, "zh") == "English" and not has_statement(bare, "zh")
+
+
+# --- free text: exact entries ---------------------------------------------------------------
+
+
+def test_exact_entries_are_chinese() -> None:
+    for en, zh in ZH_TEXT.items():
+        assert en.strip() and zh.strip(), repr(en)
+        assert zh != en, f"entry maps to itself: {en!r}"
+        assert CJK.search(zh), f"no CJK characters in the translation of {en!r}"
+        missing = [n for n in _numbers(en) if n not in zh]
+        assert not missing, f"{en[:60]!r}: numbers missing in Chinese {missing}"
+
+
+# --- free text: patterns -------------------------------------------------------------------------
+
+
+def _synthetic_match(rx: re.Pattern[str]) -> re.Match[str]:
+    """A match with ``rx``'s group numbers and names, each group matching ``"7"``."""
+    names = {i: n for n, i in rx.groupindex.items()}
+    synthetic = "".join(
+        f"(?P<{names[i]}>7)" if i in names else "(7)" for i in range(1, rx.groups + 1)
+    )
+    m = re.fullmatch(synthetic, "7" * rx.groups)
+    assert m is not None
+    return m
+
+
+@pytest.mark.parametrize("index", range(len(ZH_PATTERNS)))
+def test_pattern_is_valid(index: int) -> None:
+    source, template = ZH_PATTERNS[index]
+    rx = re.compile(source)
+    assert rx.groups >= 1, f"pattern without a capture (use ZH_TEXT): {source!r}"
+    assert rx.fullmatch("") is None, f"pattern matches the empty string: {source!r}"
+    out = _synthetic_match(rx).expand(template)
+    assert out.strip() and CJK.search(out), f"template expands to no Chinese: {template!r}"
+    refs = {int(g) for g in re.findall(r"\\g<(\d+)>|\\(\d+)", template) for g in g if g}
+    assert refs <= set(range(1, rx.groups + 1)), (source, template)
+
+
+def test_patterns_are_distinct() -> None:
+    sources = [rx for rx, _ in ZH_PATTERNS]
+    assert len(sources) == len(set(sources))
+
+
+# --- coverage on real labels and notes -------------------------------------------------------
+
+# Copied from `tmath verify --tier quick --size tiny --json` (seed 0): titles, axis, series and
+# line labels of several claims' figures, and notes with numbers that change between seeds.
+REAL_LABELS = [
+    "HBM accesses vs on-chip memory M (N = 128, d = 16)",
+    "M (elements)",
+    "elements moved",
+    "tiled (counted)",
+    "standard attention",
+    "Pre-LN (theory: L^-1/2)",
+    "Stack of project blocks x + (T/L) FFN(LN x) vs ODE solution (forward Euler)",
+    "no residual, no norm x <- FFN_l(x): largest singular value",
+    "Singular values of the logit matrix Q K^T (n = 32, d = 64)",
+    "head 0 of H = 8 (d_k = 8)",
+    "single head (d_k = 64)",
+    "Softmax saturation at d_k = 512, 16 keys (medians over 64 rows)",
+    "unscaled (measured)",
+    "||softmax Jacobian||_2",
+    "L stacked GD layers: distance to OLS",
+    "dMMSE posterior mass on the true task (M = 32)",
+    "prior 1/M",
+    "Performer formula, beta=0.125",
+    "measured, beta=0.5",
+    "log n: uniform (mean of V)",
+    "Self-weight A_ii vs gamma (rho = 0.5, logits gamma log(n) <y_i, y_j>)",
+    "Outer-product memory, d = 128: retrieval vs N/d",
+    "N = d: crosstalk = signal",
+    "Attention entropy vs W_QK eigenvalue variance (mean 1.0, d = 32, n = 64)",
+    "Phases unseen in training at L_test = 2048 (L_train = 256)",
+    "d=128, base 1e4",
+    "pair index i (0 = highest frequency)",
+    "Hahn bound 4 V e^{2B} ||W_O|| / N",
+    "PARITY construction: decision margin vs n",
+]
+
+REAL_NOTES = [
+    "relative error at L=16: 5.903e-03, at L=256: 3.664e-04",
+    "causal, q shorter (cache): forward 3.0e-07, grad 4.8e-07",
+    "||S - S^T|| / ||S|| = 0.0e+00; identity log A_ij - log A_ji = log Z_j - log Z_i holds to "
+    "8.9e-16; with untied W_Q != W_K the asymmetry is 0.732.",
+    "Median row entropy: unscaled 2.65e-04 nats, scaled 2.371 nats (uniform: log 16 = 2.773).",
+    "Permutation [0, 4, 3, 7, 1, 5, 2, 6] of n = 8 tokens, d = 16, H = 4.",
+    "Monte Carlo over (w, noise) too: risk 0.7103 +- 0.0132 vs Bayes 0.7173 (0.53 standard "
+    "errors)",
+    "max |model w_L - Neumann partial sum| = 1.39e-16",
+    "Sharper kernels need more features: at every m the error grows with beta (True); features "
+    "for 10% RMS error: {'0.125': 29, '0.25': 67, '0.5': 180}.",
+    "Seed's version on the same heads: its eigvalsh monitor misses the constructed mean/variance "
+    "by up to 0.255; its kappa goes 0.0313 -> 0.0920 while the entropy rises 1.720 -> 1.962 "
+    "(correlation 0.950): the most localised heads have the smallest kappa.",
+    "Tolerance 1e-12: round-off only; the sides differ in the order of summation.",
+]
+
+
+@pytest.mark.parametrize("english", REAL_LABELS + REAL_NOTES)
+def test_real_text_is_translated_with_its_numbers(english: str) -> None:
+    assert translated(english, "zh"), f"no Chinese for {english!r}"
+    zh = text(english, "zh")
+    assert zh != english and CJK.search(zh)
+    missing = [n for n in _numbers(english) if n not in zh]
+    assert not missing, f"numbers lost in translation of {english!r}: {missing}"
+
+
+def test_patterns_keep_changed_numbers() -> None:
+    """The same note with another seed's numbers is still translated, with the new numbers."""
+    english = "relative error at L=32: 1.25e-02, at L=512: 7.5e-05"
+    zh = text(english, "zh")
+    assert all(n in zh for n in ("32", "1.25e-02", "512", "7.5e-05")), zh
+
+
+def test_untranslated_text_is_returned_unchanged() -> None:
+    english = "a sentence no check writes"
+    assert not translated(english, "zh")
+    assert text(english, "zh") == english and text(english, "en") == english
