@@ -67,6 +67,12 @@ SCALE_BY_MODEL_WIDTH = declare_bug(
     "instead of 1/sqrt(d_k) = 1/sqrt(d/H)", module=__name__,
     seen_in="000 §8.3.1 头维度的方差含义 (\"缩放是 sqrt(d/H) 而非 sqrt(d)\"); scale computed "
     "from hidden_size instead of head_dim")
+HEADS_MERGED_WITHOUT_TRANSPOSE = declare_bug(
+    "attention.heads-merged-without-transpose", "the head outputs (B, H, T, d_k) are merged by "
+    "reshaping straight to (B, T, H d_k) instead of transposing to (B, T, H, d_k) first: output "
+    "row t then holds one head's outputs at several positions (identical for H = 1)",
+    module=__name__, seen_in="hand-written multi-head attention that calls .reshape(B, T, d) on "
+    "the (B, H, T, d_k) result; it trains, only worse, and is invisible with one head")
 
 
 @dataclass
@@ -300,6 +306,8 @@ class MultiHeadAttention(nn.Module):
         if live:
             z = self.hook_z(z)
         b, _, t, _ = z.shape
+        if planted(HEADS_MERGED_WITHOUT_TRANSPOSE):  # planted bug: falsifier of heads-sweep
+            z = z.reshape(b, t, self.num_heads, self.head_dim).transpose(1, 2)
         output = self.out_proj(z.transpose(1, 2).reshape(b, t, self.num_heads * self.head_dim))
         if kv_cache is not None:
             kv_cache.commit(k, v)  # every check and the whole computation passed

@@ -46,6 +46,12 @@ SAB_OVER_BATCH = declare_bug(
     "its own set", module=__name__,
     seen_in="torch.nn.MultiheadAttention defaults to (seq, batch, dim); feeding it (batch, seq, "
     "dim) without batch_first=True silently attends over the batch")
+SUM_POOL_AS_MEAN = declare_bug(
+    "sets.sum-pool-as-mean",
+    "sum pooling divides by the set size (a mean): the pooled features no longer carry the "
+    "size of the set, so the power sums of the Deep Sets theorem are lost", module=__name__,
+    seen_in="'sum' pooling written as .mean(dim=1) (PointNet-style code reused for Deep Sets); "
+    "Zaheer et al.'s theorem needs the sum")
 
 
 def _mlp(in_dim: int, hidden_dim: int, out_dim: int, num_layers: int) -> nn.Sequential:
@@ -79,6 +85,8 @@ def set_pool(h: Tensor, pooling: str, key_padding_mask: Tensor | None = None) ->
         raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
     if key_padding_mask is None:
         if pooling == "sum":
+            if planted(SUM_POOL_AS_MEAN):  # planted bug: falsifier of kernel.set-function-audit
+                return h.mean(dim=1)
             return h.sum(dim=1)
         if pooling == "mean":
             return h.mean(dim=1)

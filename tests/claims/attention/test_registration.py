@@ -24,8 +24,10 @@ MODULES = {
     "attention.multihead-param-count": "complexity",
     "attention.complexity-table": "complexity",
     "attention.quadratic-cost": "quadratic_cost",
+    "attention.heads-sweep": "heads",
 }
-QUICK = sorted(k for k in MODULES if k != "attention.quadratic-cost")
+FULL = {"attention.quadratic-cost", "attention.heads-sweep"}
+QUICK = sorted(k for k in MODULES if k not in FULL)
 
 
 def test_every_attention_claim_is_registered_in_its_module():
@@ -36,13 +38,17 @@ def test_every_attention_claim_is_registered_in_its_module():
         assert c.check.__module__ == f"transformer_math.claims.attention.{module}"
         assert isinstance(c.falsifier, Falsifier)  # a planted bug, never a keyword variant
         assert c.expected is not None and c.seed_refs
-        assert c.tier is (Tier.FULL if claim_id == "attention.quadratic-cost" else Tier.QUICK)
+        assert c.tier is (Tier.FULL if claim_id in FULL else Tier.QUICK)
 
 
-def test_only_the_parameter_audit_refutes_the_seed(attention_result):
+REFUTED = {"attention.multihead-param-count", "attention.row-stochastic",
+           "attention.not-globally-lipschitz", "attention.complexity-table",
+           "attention.fully-masked-rows"}
+
+
+def test_the_refuting_claims_refute_the_seed_and_the_others_verify(attention_result):
     for claim_id in QUICK:
-        expected = Verdict.REFUTED if claim_id == "attention.multihead-param-count" else (
-            Verdict.VERIFIED)
+        expected = Verdict.REFUTED if claim_id in REFUTED else Verdict.VERIFIED
         assert get_claim(claim_id).expected is expected
         assert attention_result(claim_id).evidence.verdict is expected
 

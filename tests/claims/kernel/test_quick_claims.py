@@ -20,7 +20,8 @@ def test_the_topic_has_its_quick_claims():
     assert set(QUICK) == {
         "kernel.nadaraya-watson", "kernel.gaussian-equivalence", "kernel.temperature-bandwidth",
         "kernel.linear-attention-rnn", "kernel.linear-attention-kernel-regression",
-        "kernel.random-features", "kernel.set-invariance",
+        "kernel.random-features", "kernel.set-invariance", "kernel.kernel-audit",
+        "kernel.set-function-audit", "kernel.linear-vs-softmax-retrieval",
     }
 
 

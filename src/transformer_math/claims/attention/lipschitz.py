@@ -6,6 +6,7 @@ ICML ("The Lipschitz constant of self-attention", Theorem 3.1 and its proof).
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 
@@ -23,7 +24,9 @@ from transformer_math.claims.registry import (
     Context,
     Evidence,
     Figure,
+    Refutation,
     Series,
+    at_least,
     at_most,
     claim,
     close_to,
@@ -32,6 +35,7 @@ from transformer_math.claims.registry import (
 from transformer_math.diagnostics import fit_power_law, jacobian_spectral_norm
 from transformer_math.functional.l2_attention import l2_self_attention
 from transformer_math.functional.norms import layer_norm
+from transformer_math.nn.init import seeded
 
 # ---------------------------------------------------------------------------------------------
 # attention.not-globally-lipschitz
@@ -59,12 +63,25 @@ def _kim_path(base: Tensor, w_q: Tensor, w_key: Tensor) -> Tensor:
 Path = tuple[Callable[[Tensor], Tensor], Tensor]
 
 
+def _spectrally_normalised(module: torch.nn.Module) -> torch.nn.Module:
+    """A copy of ``module`` with W_Q, W_K, W_V, W_O each divided by its spectral norm
+    (000:384 remedy (2)): every projection then has ||W||_2 = 1."""
+    out = copy.deepcopy(module)
+    with torch.no_grad():
+        for proj in (out.q_proj, out.k_proj, out.v_proj, out.out_proj):
+            proj.weight /= torch.linalg.matrix_norm(proj.weight, ord=2)
+    return out
+
+
 def _lipschitz_maps(ctx: Context) -> dict[str, Path]:
-    """The three maps X (n x d) -> output and the start X0 of each one's path c X0.
+    """The five maps X (n x d) -> output and the start X0 of each one's path c X0.
 
     ``MultiHeadAttention`` (dot product, one head, d = 8, d_k = 4, no bias);
     ``functional.l2_self_attention`` with the same W_Q, W_V, W_O and tied keys W_K = W_Q; and
-    the dot product applied to ``functional.norms.layer_norm(X)``.
+    the dot product applied to ``functional.norms.layer_norm(X)``. Then the two remedies of
+    000:384 as the seed states them: the same module with spectrally normalised W_Q, W_K, W_V,
+    W_O (remedy (2)), and L2 attention with its own key projection W_K != W_Q (remedy (3)
+    without Kim et al.'s tying).
     """
     gen = ctx.generator(808)
     d, d_k, n = 8, 4, 6
@@ -82,11 +99,37 @@ def _lipschitz_maps(ctx: Context) -> dict[str, Path]:
     def normed(x: Tensor) -> Tensor:
         return dot_product(layer_norm(x))
 
+    normalised = _spectrally_normalised(module)
+
+    def spectral(x: Tensor) -> Tensor:
+        return normalised(x.unsqueeze(0)).squeeze(0)
+
+    def l2_untied(x: Tensor) -> Tensor:
+        return l2_self_attention(x.unsqueeze(0), w_q, w_v, w_o, num_heads=1, w_k=w_k).output[0]
+
     return {
         "dot-product": (dot_product, _kim_path(base, w_q, w_k)),
         "L2 (tied W_K = W_Q)": (l2, _kim_path(base, w_q, w_q)),
         "dot-product on LayerNorm(X)": (normed, _kim_path(base, w_q, w_k)),
+        "dot-product, spectrally normalised W": (spectral, _kim_path(base, w_q, w_k)),
+        "L2, untied W_K != W_Q": (l2_untied, _kim_path(base, w_q, w_k)),
     }
+
+
+def _deep_linear(ctx: Context, depth: int = 8, width: int = 12) -> tuple[float, float]:
+    """(exact Lipschitz constant, product of spectral norms) of a deep linear network: ``depth``
+    seeded ``nn.Linear(width, width)`` layers without bias or nonlinearity. Its Lipschitz
+    constant is exactly ||W_L ... W_1||_2 (the Jacobian is constant), measured here as the
+    Jacobian's spectral norm by autograd; the product of the layers' norms bounds it above
+    (submultiplicativity) and is the "estimate" of 000:378."""
+    layers = [seeded(lambda: torch.nn.Linear(width, width, bias=False), ctx.generator(809 + i))
+              .double() for i in range(depth)]
+    net = torch.nn.Sequential(*layers)
+    x = randn(1, width, generator=ctx.generator(830))
+    exact = jacobian_spectral_norm(net, x)
+    product = math.prod(float(torch.linalg.matrix_norm(m.weight.detach(), ord=2))
+                        for m in layers)
+    return exact, product
 
 
 def _growth_figure(grid: list[float], norms: dict[str, list[float]]) -> Figure:
@@ -109,17 +152,39 @@ def _growth_figure(grid: list[float], norms: dict[str, list[float]]) -> Figure:
     "attention.not-globally-lipschitz",
     source=f"{SEED_000} 自注意力的 Lipschitz 性质; Kim, Papamakarios & Mnih 2021 (ICML)",
     statement="""Dot-product self-attention is not globally Lipschitz: along X -> c X its
-    Jacobian norm grows without bound (like c^2 on the path of Kim et al.). L2-distance
-    attention with tied W_Q = W_K (Kim et al.) and attention on LayerNorm-ed inputs stay
-    bounded.""",
+    Jacobian norm grows without bound (like c^2 on the path of Kim et al.), also with spectrally
+    normalised W_Q, W_K, W_V, W_O. L2-distance attention is Lipschitz with tied W_Q = W_K (Kim
+    et al.), not with an untied key projection; attention on LayerNorm-ed inputs stays bounded.
+    The product of the layers' spectral norms is an upper bound on a network's Lipschitz
+    constant (and a loose one), not an estimate of it.""",
     falsifier="attention.l2-key-norm-dropped",
-    expected="verified",
-    version=2,
+    expected="refuted",
+    version=3,
     seed_refs=[("000", 374, 386)],
+    refutes=[
+        Refutation("000", 378, "网络的 Lipschitz 常数（约等于各层谱范数之积）",
+                   "the product of spectral norms is only an upper bound (submultiplicativity), "
+                   "loose by a large factor for a deep network; for dot-product attention it "
+                   "bounds nothing (no global Lipschitz constant)"),
+        Refutation("000", 384, "(2) 谱归一化直接约束 W_Q,W_K,W_V,W_O 的谱范数 (as a way to "
+                   "control the Lipschitz constant of attention)",
+                   "with every projection of spectral norm 1, dot-product attention is still "
+                   "not Lipschitz: Kim et al.'s blow-up (Jacobian ~ c^2) survives any weight "
+                   "norm"),
+        Refutation("000", 384, "(3) 改用 L2 距离注意力（用 -||q-k||^2 替代 q^T k，Kim et al. "
+                   "证明它 Lipschitz）",
+                   "Kim et al.'s L2 attention is Lipschitz only with tied projections W_Q = "
+                   "W_K (and the value map X A_h); with its own W_K its Jacobian grows like "
+                   "c^2"),
+    ],
+    statement_zh="""点积自注意力不是全局 Lipschitz 的：沿 X -> c X 其雅可比范数无界增长（在 Kim
+    等人的路径上约为 c^2），即使 W_Q、W_K、W_V、W_O 都做了谱归一化也是如此。L2 距离注意力在
+    W_Q = W_K 绑定时是 Lipschitz 的（Kim 等人），键投影不绑定时则不是；对 LayerNorm 后的输入做
+    注意力保持有界。各层谱范数之积是网络 Lipschitz 常数的上界（且很松），不是它的估计。""",
 )
 @single_threaded
 def check_not_globally_lipschitz(ctx: Context) -> Evidence:
-    """Exact Jacobian spectral norms (``diagnostics.jacobian_spectral_norm``) of three maps
+    """Exact Jacobian spectral norms (``diagnostics.jacobian_spectral_norm``) of five maps
     (``_lipschitz_maps``) at c X0 for c on a geometric grid, and power-law fits on the top of
     the grid.
 
@@ -133,6 +198,16 @@ def check_not_globally_lipschitz(ctx: Context) -> Evidence:
     Version 2 (issue 14): the falsifier is the planted bug ``attention.l2-key-norm-dropped`` in
     ``functional.l2_attention`` (the ||k_j||^2 term of the distance dropped, which leaves a dot
     product), no longer an untied variant built by the claim.
+
+    Version 3 (issue 18): the seed's three statements are computed on the same measurement.
+    000:384 (2): the module with spectrally normalised projections keeps exponent 2 (the path
+    is scale-free, and the blow-up does not depend on the weights' norms). 000:384 (3): L2
+    attention with an untied key W_K != W_Q (``l2_self_attention(..., w_k=W_K)``) on the
+    path of its keys also grows like c^2; the tying is what Kim et al.'s proof uses.
+    000:378: a deep linear network (8 seeded 12 x 12 layers), whose Lipschitz constant is
+    exactly its Jacobian's norm, against the product of its layers' norms (an upper bound;
+    the seed's "approximately equal" read as within a factor 2); and the spectrally
+    normalised attention, whose weight-norm product is 1, against its measured ||J||.
     """
     maps = _lipschitz_maps(ctx)
     points = ctx.pick(7, 11, 16)
@@ -143,30 +218,56 @@ def check_not_globally_lipschitz(ctx: Context) -> Evidence:
     fits = {name: fit_power_law(top, v[len(grid) - len(top) :]).exponent
             for name, v in norms.items()}
     names = list(maps)
-    dot_exp, l2_exp, ln_exp = (fits[k] for k in names)
+    dot_exp, l2_exp, ln_exp, sn_exp, untied_exp = (fits[k] for k in names)
     nonfinite = sum(not math.isfinite(v) for vs in norms.values() for v in vs)
+    exact, product = _deep_linear(ctx)
+    sn_top = norms[names[3]][-1]  # ||J|| of the spectrally normalised map; its W-norm product is 1
     margins = [
         close_to("dot-product: growth exponent of ||J||_2", dot_exp, 2.0, abs_=0.25),
         at_most("L2 attention: growth exponent of ||J||_2", l2_exp, 0.25),
         at_most("dot product on LayerNorm(X): growth exponent of ||J||_2", ln_exp, 0.25),
         at_most("non-finite Jacobian norms (integers: < 1/2 is none)", nonfinite, 0.5),
+        close_to("spectrally normalised dot product: growth exponent", sn_exp, 2.0, abs_=0.25),
+        at_least("untied L2 (W_K != W_Q): growth exponent", untied_exp, 1.0),
+        at_least("deep linear: product of spectral norms / exact Lipschitz constant",
+                 product / exact, 1.0 - 1e-9),
+    ]
+    seed_margins = [
+        at_most("000:378 deep linear: product of norms / Lipschitz constant (<= 2: 'approx.')",
+                product / exact, 2.0),
+        at_most("000:378 spectrally normalised attention: ||J|| at the top of the grid / "
+                "product of weight norms (= 1)", sn_top, 2.0),
+        at_most("000:384(2) spectral normalisation bounds attention: growth exponent",
+                sn_exp, 0.25),
+        at_most("000:384(3) L2 attention (untied, as stated) is Lipschitz: growth exponent",
+                untied_exp, 0.25),
     ]
     return Evidence(
-        predicted=[2.0, 0.0, -1.0],
-        measured=[sig(dot_exp, 3), sig(l2_exp, 3), sig(ln_exp, 3)],
-        tolerance="dot-product exponent 2 +- 0.25; L2 and LayerNorm exponents <= 0.25 (bounded)",
-        verdict=decide(margins),
+        predicted=[2.0, 0.0, -1.0, 2.0, 2.0, "product >= exact"],
+        measured=[sig(dot_exp, 3), sig(l2_exp, 3), sig(ln_exp, 3), sig(sn_exp, 3),
+                  sig(untied_exp, 3), f"product / exact = {product / exact:.3g}"],
+        tolerance="dot-product exponents 2 +- 0.25; L2 and LayerNorm exponents <= 0.25 "
+                  "(bounded); untied L2 exponent >= 1",
+        verdict=decide(margins, seed_margins),
         notes=[
             "Values: growth exponents of ||J||_2 in c (fit over c >= 50) for the dot product, "
-            "L2 attention (tied keys) and the dot product on LayerNorm-ed inputs.",
+            "L2 attention (tied keys), the dot product on LayerNorm-ed inputs, the dot product "
+            "with spectrally normalised projections, L2 attention with untied keys; then the "
+            "deep linear network's product of layer norms over its exact Lipschitz constant.",
             f"||J||_2 at c = {grid[-1]:.0f}: "
             + ", ".join(f"{k} {norms[k][-1]:.3g}" for k in names) + ".",
             "The growth needs a suitable path: at generic inputs dot-product attention saturates "
             "and its Jacobian stays bounded; Lipschitz constants are suprema, and Kim et al.'s "
             "path (a token with x W_Q = 0, whose softmax row stays uniform) reaches infinity.",
+            f"000:378: deep linear network (8 layers, 12 x 12): exact Lipschitz {exact:.3g}, "
+            f"product of spectral norms {product:.3g}. With ||W_Q|| = ||W_K|| = ||W_V|| = "
+            f"||W_O|| = 1 the attention's ||J|| reaches {sn_top:.3g}: the product bounds "
+            "nothing there.",
             "LayerNorm is functional.norms.layer_norm without affine parameters (eps = 1e-5).",
         ],
         figures=[_growth_figure(grid, norms)],
-        details={"scales": grid, "jacobian_norms": norms, "exponents": fits},
+        details={"scales": grid, "jacobian_norms": norms, "exponents": fits,
+                 "deep_linear": {"exact_lipschitz": exact, "product_of_norms": product}},
         margins=margins,
+        seed_margins=seed_margins,
     )

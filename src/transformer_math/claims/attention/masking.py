@@ -25,6 +25,7 @@ from transformer_math.claims.registry import (
     Context,
     Evidence,
     Margin,
+    Refutation,
     at_least,
     at_most,
     claim,
@@ -75,14 +76,14 @@ def _convexity(w: Tensor, out: Tensor, v: Tensor, directions: Tensor) -> dict[st
 
 def _hull_exits(module: MultiHeadAttention, x: Tensor, o: Tensor, v: Tensor,
                 gen: torch.Generator) -> tuple[dict[str, int], float]:
-    """Per exit of the scope note (residual, W_O, an FFN), how many of its outputs a separating
+    """Per exit of the scope note (residual, an FFN), how many of its outputs a separating
     hyperplane certifies outside conv(V); and the largest hull distance of the outputs ``o``."""
-    d, n = x.shape[-1], x.shape[1]
+    d = x.shape[-1]
+    n = x.shape[1]
     ffn = seeded(lambda: FEEDFORWARDS.get("gelu")(d, 4 * d), gen)
     with torch.no_grad():
-        exits = {"residual x + Attn(x)": x + o, "W_O (MultiHeadAttention output)":
-                 module.out_proj(o), "FFN(Attn(x))": ffn(o)}
-    # One batched hull programme: per sequence, the attention outputs and the three exits.
+        exits = {"residual x + Attn(x)": x + o, "FFN(Attn(x))": ffn(o)}
+    # One batched hull programme: per sequence, the attention outputs and the exits.
     hull = convex_hull_test(v[:, 0], torch.cat([o, *exits.values()], dim=1), iterations=500)
     outside = hull.certified_outside
     counts = {name: int(outside[:, (i + 1) * n : (i + 2) * n].sum())
@@ -90,17 +91,51 @@ def _hull_exits(module: MultiHeadAttention, x: Tensor, o: Tensor, v: Tensor,
     return counts, float(hull.distance[:, :n].max())
 
 
+def _projected_hulls(module: MultiHeadAttention, x: Tensor, multi: MultiHeadAttention,
+                     ) -> dict[str, dict[str, float]]:
+    """W_O is linear (affine with its bias): the single-head output W_O o + b of a convex
+    combination o = sum_j A_ij v_j is the same combination of the points W_O v_j + b, so it stays
+    in conv(W_O v_j + b) (000:221 lists W_O as an exit: it is not). Several heads with
+    different weights are an exit: sum_h sum_j A^h_ij v^h_j W_O^h is in general not a convex
+    combination of the rows u_j = concat_h(v^h_j) W_O + b of the same module.
+
+    Both from ``MultiHeadAttention.forward`` (the module's output) against the points built
+    from its ``project_qkv`` values and ``out_proj``; one hull programme each.
+    """
+    out: dict[str, dict[str, float]] = {}
+    with torch.no_grad():
+        for name, m in (("one head: W_O o in conv(W_O v_j)", module),
+                        ("two heads: output in conv(concat(v_j) W_O)", multi)):
+            _, _, vals = m.project_qkv(x, x, x)  # (B, H, n, d_k)
+            points = m.out_proj(vals.transpose(1, 2).reshape(x.shape[0], x.shape[1], -1))
+            y = m(x)
+            hull = convex_hull_test(points, y, iterations=2000)
+            out[name] = {"certified_outside": int(hull.certified_outside.sum()),
+                         "max_distance": float(hull.distance.max())}
+    return out
+
+
 @claim(
     "attention.row-stochastic",
     source=f"{SEED_000} property (1) and its scope note",
     statement="""The attention matrix is row-stochastic (A >= 0, rows sum to 1), with or without
     the causal mask, so each output of a single attention layer is a convex combination of the
-    value vectors and lies in their convex hull. A residual x + Attn(x), an FFN, or the output
-    projection W_O can leave the hull.""",
+    value vectors and lies in their convex hull. A residual x + Attn(x), an FFN, or several
+    heads with different weights can leave the hull; the output projection W_O cannot: it is
+    linear, so W_O o stays in the hull of the projected values W_O v_j.""",
     falsifier="attention.softmax-wrong-axis",
-    expected="verified",
-    version=2,
+    expected="refuted",
+    version=3,
     seed_refs=[("000", 217, 221)],
+    refutes=[Refutation(
+        "000", 221,
+        "三个出口让输出跳出凸包: ... (c) 多头注意力的输出投影 W_O 引入额外自由度",
+        "W_O is linear: W_O o = sum_j A_ij W_O v_j stays in conv(W_O v_j); the third exit is "
+        "the concatenation of several heads with different attention weights, not W_O")],
+    statement_zh="""注意力矩阵是行随机的（A >= 0，每行和为 1），有无因果掩码皆然，
+    因此单个注意力层的每个输出都是值向量的凸组合、落在其凸包内。残差 x + Attn(x)、FFN、
+    或权重不同的多个头可以离开凸包；输出投影 W_O 不能：它是线性的，
+    W_O o 仍落在投影后的值 W_O v_j 的凸包内。""",
 )
 @single_threaded
 def check_row_stochastic(ctx: Context) -> Evidence:
@@ -108,12 +143,17 @@ def check_row_stochastic(ctx: Context) -> Evidence:
 
     Version 2 (issue 14): the falsifier is the planted bug ``attention.softmax-wrong-axis`` (the
     reference backend normalises over the queries), not a claim-local after-softmax variant.
+    Version 3 (issue 18, 000:221): W_O is no longer counted as an exit. The seed's version
+    ("W_O takes the output out of the hull") is measured on the same module: the single-head
+    output W_O o + b against conv(W_O v_j + b) (no point certified outside, hull distance at
+    rounding), and the exit the seed missed, two heads with different weights (points certified
+    outside conv(concat(v_j) W_O + b)).
 
     Inside the hull: the weights are certified convex (>= 0, rows sum to 1 within 1e-6) and
     reproduce the output of the fused ``sdpa`` backend, A V = o, within 1e-5; independently, for
     512 random directions u, u.o <= max_j u.v_j. Outside the hull: a separating hyperplane
     u.y > max_j u.v_j found by ``diagnostics.convex_hull_test`` (an exact certificate).
-    Single head with d_k = d, so that x, o, W_O o and FFN(o) share the value space; the FFN is
+    Single head with d_k = d, so that x, o and FFN(o) share the value space; the FFN is
     the project's GELU MLP (``nn.feedforward``, d -> 4 d -> d).
     """
     gen = ctx.generator(303)
@@ -121,6 +161,7 @@ def check_row_stochastic(ctx: Context) -> Evidence:
     batch = ctx.pick(1, 2, 4)
     module = build_mha(d, 1, gen, dtype=torch.float32, backend="reference")
     x = torch.randn(batch, n, d, generator=gen)
+    multi = build_mha(d, 2, gen, dtype=torch.float32, backend="reference")
     with torch.no_grad():
         q, k, v = module.project_qkv(x, x, x)  # (B, 1, n, d)
         full = scaled_dot_product_attention(q, k, v, return_weights=True)
@@ -132,6 +173,8 @@ def check_row_stochastic(ctx: Context) -> Evidence:
     arms = {"full": (full.weights, full_fused), "causal": (causal_w, causal_out)}
     measured = {name: _convexity(w, out, v, directions) for name, (w, out) in arms.items()}
     exit_counts, attention_distance = _hull_exits(module, x, full_fused[:, 0], v, gen)
+    projected = _projected_hulls(module, x, multi)
+    one, two = (projected[k] for k in projected)
 
     def worst(key: str, pick: Callable[..., float] = max) -> float:
         return pick(measured[a][key] for a in arms)
@@ -143,27 +186,47 @@ def check_row_stochastic(ctx: Context) -> Evidence:
         at_most("max u.o - max_j u.v_j over 512 directions", worst("support_violation"), 1e-5),
         *(at_least(f"{name}: points certified outside conv(V)", c, 1)
           for name, c in exit_counts.items()),
+        at_most("one head: W_O o certified outside conv(W_O v_j) (integers: < 1/2 is none)",
+                one["certified_outside"], 0.5),
+        at_most("one head: distance of W_O o to conv(W_O v_j)", one["max_distance"], 1e-4),
+        at_least("two heads: outputs certified outside conv(concat(v_j) W_O)",
+                 two["certified_outside"], 1),
+    ]
+    seed_margins = [
+        at_least("000:221 W_O is an exit: W_O o certified outside conv(W_O v_j)",
+                 one["certified_outside"], 1),
     ]
     points = batch * n
     return Evidence(
-        predicted="A >= 0, |row sum - 1| <= 1e-6, outputs in conv(V); exits leave conv(V)",
+        predicted="A >= 0, |row sum - 1| <= 1e-6, outputs in conv(V); residual, FFN and two "
+                  "heads leave it; W_O o stays in conv(W_O v_j)",
         measured=[sig(worst("max_row_sum_error")), sig(worst("min_weight", min)),
-                  *(f"{c}/{points} outside" for c in exit_counts.values())],
-        tolerance="row sums 1e-6 and A V = output 1e-5 (float32 rounding of 12-term sums)",
-        verdict=decide(margins),
+                  *(f"{c}/{points} outside" for c in exit_counts.values()),
+                  f"W_O: {one['certified_outside']}/{points} outside",
+                  f"two heads: {two['certified_outside']}/{points} outside"],
+        tolerance="row sums 1e-6 and A V = output 1e-5 (float32 rounding of 12-term sums); "
+                  "hull distance 1e-4",
+        verdict=decide(margins, seed_margins),
         notes=[
             "Order: max |row sum - 1| and min weight over the full and causal arms; outputs "
-            "certified outside conv(V) (separating hyperplane) for the residual, W_O and FFN.",
+            "certified outside conv(V) (separating hyperplane) for the residual and the FFN; "
+            "single-head W_O o against conv(W_O v_j); two heads against conv(concat(v_j) W_O).",
             f"Attention outputs: distance to conv(V) by projected gradient <= "
-            f"{attention_distance:.1e} (a second, weight-free view of the same fact).",
+            f"{attention_distance:.1e} (a second, weight-free view of the same fact); W_O o: "
+            f"distance to conv(W_O v_j) <= {one['max_distance']:.1e}.",
+            "000:221 counts W_O among the exits; a linear map keeps convex combinations "
+            "(W_O sum_j a_j v_j = sum_j a_j W_O v_j), so measured: no single-head output leaves "
+            "conv(W_O v_j). What leaves is several heads with different weights.",
             "The FFN is the project's GELU MLP (d -> 4d -> d); the residual and W_O come from "
             "the same MultiHeadAttention.",
         ],
         details={
             "arms": measured, "exits_certified_outside": exit_counts,
             "points_per_exit": points, "attention_output_hull_distance": attention_distance,
+            "projected_hulls": projected,
         },
         margins=margins,
+        seed_margins=seed_margins,
     )
 
 
@@ -438,6 +501,22 @@ def check_kv_cache_causal_alignment(ctx: Context) -> Evidence:
 # ---------------------------------------------------------------------------------------------
 
 
+def _seed_004_masked_fill(q: Tensor, k: Tensor, padding: Tensor, allowed: Tensor
+                          ) -> dict[str, Any]:
+    """The third seed's masking (004:164-169): scores = Q K^T / sqrt(d_k), then
+    ``scores.masked_fill(mask == 0, -1e9)`` and a softmax, with mask = 1 where a key is allowed
+    (the padding and the boolean mask together); and the same masked_fill on float16 scores."""
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+    mask = (allowed.unsqueeze(0) & ~padding[:, None, :]).unsqueeze(1).to(torch.int64)
+    weights = torch.softmax(scores.masked_fill(mask == 0, -1e9), dim=-1)
+    try:
+        scores.half().masked_fill(mask == 0, -1e9)
+        errors, message = 0, "no error"
+    except RuntimeError as exc:  # the value does not fit float16
+        errors, message = 1, f"RuntimeError: {exc}"
+    return {"weights": weights, "float16_errors": errors, "float16_message": message}
+
+
 @claim(
     "attention.fully-masked-rows",
     source=f"{SEED_000} 因果掩码 (为什么用 -inf: e^-inf = 0); functional/softmax.py convention",
@@ -445,11 +524,23 @@ def check_kv_cache_causal_alignment(ctx: Context) -> Evidence:
     exactly e^-inf = 0. A query whose every key is forbidden (a fully padded sequence, an
     all-False mask row) then gets all-zero weights and a zero output, never NaN and never the
     uniform average over the forbidden keys that a finite stand-in (-1e9, finfo.min) gives;
-    every other row still sums to 1.""",
+    every other row still sums to 1. The third seed's masked_fill(mask == 0, -1e9) gives those
+    rows uniform weights, and cannot run in float16 (-1e9 is outside its range).""",
     falsifier="attention.mask-finfo-min",
-    expected="verified",
-    version=1,
-    seed_refs=[("000", 321, 325)],
+    expected="refuted",
+    version=2,
+    seed_refs=[("000", 321, 325), ("004", 162, 167)],
+    refutes=[Refutation(
+        "004", 167, "scores = scores.masked_fill(mask == 0, -1e9)",
+        "a finite -1e9 leaves a fully masked row with uniform weights 1/S over the forbidden keys "
+        "(its output the mean of their values), and masked_fill(-1e9) on float16 scores raises "
+        "an overflow error (float16 ends at -65504); -inf before the softmax, with all -inf rows "
+        "given zero weight, has neither problem")],
+    statement_zh="""掩码通过在 softmax 之前加 -inf 起作用，被禁止的键权重恰为 e^-inf = 0。所有键都被
+    禁止的查询（整条填充序列、掩码全 False 的行）因此得到全零权重与零输出，绝不会是 NaN，
+    也不会是有限替代值（-1e9、finfo.min）给出的对被禁止键的均匀平均；其余各行仍和为 1。
+    第三份种子的 masked_fill(mask == 0, -1e9) 让这些行得到均匀权重，
+    且无法在 float16 下运行（-1e9 超出其范围）。""",
 )
 @single_threaded
 def check_fully_masked_rows(ctx: Context) -> Evidence:
@@ -491,25 +582,45 @@ def check_fully_masked_rows(ctx: Context) -> Evidence:
     backend_diff = max(float((a - c).abs().max()) for a, c in
                        zip(outputs["reference"], outputs["sdpa"], strict=True))
     nonfinite = sum(int((~torch.isfinite(o)).sum()) for outs in outputs.values() for o in outs)
+    seed = _seed_004_masked_fill(q, k, padding, allowed)
+    live = ~(pad_dead | mask_dead)
+    seed_live_diff = float((seed["weights"] - weights[2]).abs()[live].max())
+    seed_dead_weight = float(seed["weights"][~live].min())
     margins = [
         at_most("max |weight| in fully masked rows", dead_weight, 0.0),
         at_most("max |output| of fully masked rows (reference, sdpa)", dead_output, 0.0),
         at_most("non-finite outputs (integers: < 1/2 is none)", nonfinite, 0.5),
         at_most("max |row sum - 1| of the other rows", live_row_err, 1e-6),
         at_most("max |reference - sdpa output|", backend_diff, 1e-5),
+        at_most("004 masked_fill(-1e9) snippet: max |weight - project's| on rows with an "
+                "allowed key", seed_live_diff, 1e-6),
+    ]
+    seed_margins = [
+        at_most("004:167 masked_fill(-1e9): min weight in fully masked rows (forbidden keys "
+                "get 0)", seed_dead_weight, 0.0),
+        at_most("004:167 masked_fill(-1e9) on float16 scores: overflow errors (integers)",
+                seed["float16_errors"], 0.5),
     ]
     return Evidence(
         predicted=[0.0, 0.0, 0],
         measured=[sig(dead_weight), sig(dead_output), nonfinite],
         tolerance="fully masked rows exactly 0; other rows sum to 1 within 1e-6 (float32)",
-        verdict=decide(margins),
+        verdict=decide(margins, seed_margins),
         notes=[
             "Order: largest weight and largest output in fully masked rows (padding mask, "
             "boolean mask, both), non-finite outputs.",
             "A finite mask value leaves a fully masked row with weights 1/8 on the padding "
             "(softmax of equal logits), so its output is the mean of the padded values.",
+            f"004:162-167 (version 2, issue 18): the seed's masked_fill(mask == 0, -1e9) on "
+            f"the same scores agrees with the project on rows with an allowed key (max "
+            f"difference {seed_live_diff:.1e}) and gives fully masked rows weights "
+            f"{seed_dead_weight:.4g} (= 1/{s}); on float16 scores: {seed['float16_message']}.",
         ],
         details={"dead_weight": dead_weight, "dead_output": dead_output,
-                 "live_row_sum_error": live_row_err, "backend_difference": backend_diff},
+                 "live_row_sum_error": live_row_err, "backend_difference": backend_diff,
+                 "seed_004_fully_masked_min_weight": seed_dead_weight,
+                 "seed_004_live_rows_difference": seed_live_diff,
+                 "seed_004_float16_error": seed["float16_message"]},
         margins=margins,
+        seed_margins=seed_margins,
     )

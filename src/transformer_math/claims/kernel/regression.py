@@ -15,6 +15,7 @@ import torch
 
 from transformer_math.claims.registry import (
     Context,
+    Correction,
     Evidence,
     Refutation,
     at_most,
@@ -60,7 +61,14 @@ def _nadaraya_watson_heads(mha: MultiHeadAttention, x: torch.Tensor) -> torch.Te
     falsifier="kernel-regression.normalise-over-queries",
     expected="verified",
     version=2,
-    seed_refs=[("000", 430, 452), ("000", 524, 524)],
+    seed_refs=[("000", 430, 452), ("000", 524, 524), ("000", 428, 428)],
+    corrections=[Correction(
+        "000", 428, "Tsai, Bahar, Yamada 等人（2019）《Transformer Dissection ...》",
+        "the authors are Yao-Hung Hubert Tsai, Shaojie Bai, Makoto Yamada, Louis-Philippe "
+        "Morency and Ruslan Salakhutdinov (the second author is Shaojie Bai)",
+        "Tsai et al., 'Transformer Dissection: An Unified Understanding for Transformer's "
+        "Attention via the Lens of Kernel', EMNLP-IJCNLP 2019, pp. 4344-4353 (ACL Anthology "
+        "D19-1443; arXiv:1908.11775)")],
 )
 def check_nadaraya_watson(ctx: Context) -> Evidence:
     """max |MultiHeadAttention(x) - W_O concat_h NW_h(x)| <= 1e-10 (float64).

@@ -16,6 +16,7 @@ from transformer_math.claims.registry import (
     Context,
     Evidence,
     Figure,
+    Refutation,
     Series,
     at_most,
     claim,
@@ -58,12 +59,20 @@ def _notes() -> list[str]:
     "kernel.temperature-bandwidth",
     source="000 §8.3.2 corollary 2 (温度 = 带宽); exercise 8.3.2-1",
     statement="""The inverse temperature beta is an inverse bandwidth: beta -> inf gives the
-    value of the arg-max key (nearest neighbour), beta -> 0 the mean of V, and the attention
-    entropy falls monotonically as beta grows (dH/dbeta = -beta Var_a(s) <= 0).""",
+    value of the arg-max key of q.k, beta -> 0 the mean of V, and the attention entropy falls
+    monotonically as beta grows (dH/dbeta = -beta Var_a(s) <= 0). The arg-max of the inner
+    product is the nearest neighbour (arg-min ||q - k||) only when the keys have equal norms.""",
     falsifier="attention.scale-as-temperature",
-    expected="verified",
-    version=2,
+    expected="refuted",
+    version=3,
     seed_refs=[("000", 454, 454), ("000", 404, 404), ("000", 532, 532)],
+    refutes=[Refutation(
+        "000", 454, "β→∞ 时 ... 回归退化成'只看最近的一个点'（最近邻，即 arg max）",
+        "beta -> inf selects arg-max_j q.k_j = arg-min_j (||q - k_j||^2 - ||k_j||^2): the "
+        "nearest neighbour only for equal key norms; with unequal norms long keys win")],
+    statement_zh="""逆温度 beta 是带宽的倒数：beta -> inf 时输出内积 q.k 最大的键对应的值，
+    beta -> 0 时输出 V 的均值，注意力熵随 beta 增大单调下降（dH/dbeta = -beta Var_a(s) <= 0）。
+    内积的 arg max 只有在各键范数相等时才是最近邻（arg min ||q - k||）。""",
 )
 def check_temperature_bandwidth(ctx: Context) -> Evidence:
     n, d, d_v, t = 16, 8, 4, 8
@@ -103,10 +112,28 @@ def check_temperature_bandwidth(ctx: Context) -> Evidence:
     # is a near-zero number whose spread between seeds dwarfs 1e-12: the margin counts the
     # violating steps instead (0 for every seed; 24 of 24 for the falsifier).
     rises = sum(1 for st in steps if st > 1e-12)
+    # 000:454: arg-max of q.k against the nearest neighbour arg-min ||q - k_j||, on the raw
+    # keys and on the same keys rescaled to one common norm (the beta = 1e3 output decides
+    # which value the limit picks).
+    nearest = torch.cdist(q[0, 0], k[0, 0]).argmin(dim=-1)
+    picked = (out_hi[:, None, :] - v[0, 0][None]).abs().amax(-1).argmin(-1)  # value selected
+    raw_disagree = int((picked != nearest).sum())
+    k_eq = k / k.norm(dim=-1, keepdim=True)
+    s_eq = (q @ k_eq.transpose(-2, -1))[0, 0]
+    out_eq = scaled_dot_product_attention(q, k_eq, v, scale=hi).output[0, 0]
+    picked_eq = (out_eq[:, None, :] - v[0, 0][None]).abs().amax(-1).argmin(-1)
+    eq_disagree = int((picked_eq != torch.cdist(q[0, 0], k_eq[0, 0]).argmin(-1)).sum())
+    eq_gap = float((s_eq.topk(2, dim=-1).values @ torch.tensor([1.0, -1.0], dtype=F64)).min())
     margins = [
         at_most("number of beta steps raising the entropy by > 1e-12", rises, 0),
         at_most("max (error - bound) at beta = 1e3", float((err_hi - bound_hi).max()), 1e-12),
         at_most("max error / bound at beta = 1e-3", float((err_lo / bound_lo).max()), 1.0),
+        at_most("equal key norms: beta = 1e3 picks differ from the nearest neighbour "
+                "(integers: < 1/2 is none)", eq_disagree, 0.5),
+    ]
+    seed_margins = [
+        at_most("000:454 beta -> inf is the nearest neighbour: queries whose beta = 1e3 pick "
+                "is not arg-min ||q - k_j|| (raw keys; < 1/2 is none)", raw_disagree, 0.5),
     ]
     fig = _entropy_figure(betas, entropies, n)
     return Evidence(
@@ -116,17 +143,28 @@ def check_temperature_bandwidth(ctx: Context) -> Evidence:
             "max_err_beta_1e-3": float(err_lo.max()),
             "max_entropy_increase": max(steps),
             "entropy_range": [entropies[0], entropies[-1]],
+            "queries_not_nearest_neighbour_raw_keys": f"{raw_disagree}/{t}",
+            "queries_not_nearest_neighbour_equal_norms": f"{eq_disagree}/{t}",
         },
         tolerance={
             "beta_1e3": "2 max|v| (n-1) exp(-beta gap) per query",
             "beta_1e-3": "(exp(beta R) - 1) max|v| per query",
             "monotone": 1e-12,
         },
-        verdict=decide(margins),
+        verdict=decide(margins, seed_margins),
         margins=margins,
-        notes=_notes(),
+        seed_margins=seed_margins,
+        notes=[*_notes(), (
+            f"000:454 (version 3, issue 18): with the raw keys (norms "
+            f"{float(k.norm(dim=-1).min()):.2f}-{float(k.norm(dim=-1).max()):.2f}) the "
+            f"beta = 1e3 output is not the nearest neighbour's value for {raw_disagree} of "
+            f"{t} queries; with the keys rescaled to unit norm, for {eq_disagree} of {t} "
+            "(||q - k||^2 = ||q||^2 - 2 q.k + ||k||^2: only "
+            "the ||k||^2 term separates the two).")],
         figures=[fig],
-        details={"min_gap": float(gap.min()), "bound_hi_max": float(bound_hi.max())},
+        details={"min_gap": float(gap.min()), "bound_hi_max": float(bound_hi.max()),
+                 "nearest_neighbour": nearest.tolist(), "beta_1e3_pick": picked.tolist(),
+                 "min_gap_equal_norms": eq_gap},
     )
 
 

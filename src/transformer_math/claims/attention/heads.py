@@ -1,0 +1,228 @@
+"""One big head against H small heads at fixed width d: a heads sweep, measured.
+
+Sources: the main seed 000 §8.3.1 (多头注意力; "为什么不直接用一个大头", 000:305-311; trap
+000:301; exercise 8.3.1-4, 000:406; misconception 27, 000:1393); Bhojanapalli, Yun, Rawat,
+Reddi & Kumar 2020, "Low-Rank Bottleneck in Multi-head Attention Models", ICML (Theorem 1: a
+head of size d_k < n cannot represent every n x n attention pattern; §4: set the head size
+independently of the number of heads).
+
+Setting: n = d = 8 tokens of width 8. A teacher is a multi-head attention map written out head
+by head (einsum, not the module),
+
+    f*(X) = sum_h softmax(X W_Q^h (X W_K^h)^T / sqrt(d_k)) X W_V^h W_O^h,
+
+with either one head of size d_k = d ("one relation": a single full-rank attention pattern) or
+four heads of size d/4 ("four relations": four different rank-2 patterns). Students are the
+project's ``MultiHeadAttention`` with H heads of size d/H (fixed d), trained with Adam on the
+relative squared error over a batch of random sequences. The matched student represents its
+teacher exactly, so its error goes to 0; a mismatched one keeps an error floor.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from transformer_math.claims.attention._common import SEED_000, build_mha, sig, single_threaded
+from transformer_math.claims.registry import (
+    Context,
+    Evidence,
+    Figure,
+    Refutation,
+    Series,
+    Tier,
+    at_most,
+    claim,
+    decide,
+)
+from transformer_math.claims.seeds import over_seeds
+
+D = 8  # model width d (fixed over the sweep) and sequence length n
+Teacher = tuple[Tensor, Tensor, Tensor, Tensor]
+
+
+def _teacher(gen: torch.Generator, heads: int) -> Teacher:
+    """Per-head (W_Q, W_K, W_V, W_O), shapes (H, d, d_k) x 3 and (H, d_k, d); the logits of
+    each head have a standard deviation of about 2 on N(0, 1) tokens (patterns far from
+    uniform, far from one-hot)."""
+    d_k = D // heads
+    logit = 2.0 * d_k ** 0.25 / math.sqrt(D)
+    w_q = torch.randn(heads, D, d_k, generator=gen) * logit
+    w_k = torch.randn(heads, D, d_k, generator=gen) * logit
+    w_v = torch.randn(heads, D, d_k, generator=gen) / math.sqrt(D)
+    w_o = torch.randn(heads, d_k, D, generator=gen) / math.sqrt(D)
+    return w_q, w_k, w_v, w_o
+
+
+def teacher_output(teacher: Teacher, x: Tensor) -> Tensor:
+    """f*(X) of the module docstring for x (B, n, d), written head by head."""
+    w_q, w_k, w_v, w_o = teacher
+    d_k = w_q.shape[-1]
+    q, k, v = (torch.einsum("btd,hde->bhte", x, w) for w in (w_q, w_k, w_v))
+    pattern = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d_k), dim=-1)
+    return torch.einsum("bhte,hed->btd", pattern @ v, w_o)
+
+
+def _fit(x: Tensor, y: Tensor, heads: int, head_dim: int, gen: torch.Generator,
+         steps: int) -> float:
+    """Relative squared error ||f(X) - Y||^2 / ||Y||^2 of a ``MultiHeadAttention`` (H heads of
+    width ``head_dim``) after ``steps`` full-batch Adam steps (lr 0.05, cosine decay to 0)."""
+    module = build_mha(D, heads, gen, dtype=torch.float32, head_dim=head_dim,
+                       backend="reference").train()
+    opt = torch.optim.Adam(module.parameters(), lr=0.05)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
+    scale = float(y.pow(2).sum())
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = (module(x) - y).pow(2).sum() / scale
+        loss.backward()
+        opt.step()
+        schedule.step()
+    with torch.no_grad():
+        return float((module(x) - y).pow(2).sum()) / scale
+
+
+def _figure(sweep: list[int], errors: dict[str, list[float]]) -> Figure:
+    return Figure(
+        title="Heads sweep at fixed d = 8: error of H heads of size d/H after training",
+        xlabel="number of heads H (head size d/H)",
+        ylabel="relative squared error",
+        logx=True,
+        logy=True,
+        series=[Series(f"teacher: {name}", [float(h) for h in sweep],
+                       [max(e, 1e-12) for e in errors[name]], style="o-") for name in errors],
+    )
+
+
+@claim(
+    "attention.heads-sweep",
+    source=f"{SEED_000} 多头注意力 (为什么不直接用一个大头); Bhojanapalli et al. 2020 (ICML)",
+    statement="""At fixed width d, neither one big head nor H small heads (size d/H) is the
+    more expressive: a single full-rank attention relation is fitted exactly by one head of
+    size d and not by four heads of size d/4 (the low-rank bottleneck of Bhojanapalli et al.),
+    while four different rank-2 relations are fitted by four small heads and not by one big
+    head. Four heads of size d (head size set independently of H) fit the single relation.""",
+    tier=Tier.FULL,
+    falsifier="attention.heads-merged-without-transpose",
+    expected="refuted",
+    version=1,
+    seed_refs=[("000", 301, 311), ("000", 406, 406), ("000", 61, 61), ("000", 1393, 1393)],
+    refutes=[
+        Refutation("000", 61, "多头低秩瓶颈 rank(S) <= d_k ——为何多个小头优于一个大头",
+                   "the bottleneck is the small heads' (Bhojanapalli et al. 2020): at fixed d a "
+                   "head of size d/H cannot fit a full-rank relation one head of size d fits"),
+        Refutation("000", 311, "多头 vs 大头 ... 哪个更强？经验与理论都指向后者（多头）",
+                   "at fixed d neither dominates: one head of size d fits a full-rank relation "
+                   "that H = 4 heads of size d/4 cannot (Bhojanapalli et al. 2020 show small "
+                   "head size is a bottleneck and recommend head size independent of H)"),
+        Refutation("000", 1393, "误区 27: '用一个大头比多个小头表达力强' 是误区; 多头比一张高秩图"
+                   "更高效",
+                   "the big head is more expressive on a single high-rank relation and the "
+                   "small heads on several low-rank ones; at fixed d the comparison depends on "
+                   "the target"),
+    ],
+    statement_zh="""在固定宽度 d 下，一个大头与 H 个小头（每头 d/H 维）谁都不比谁表达力更强：
+    单个满秩注意力关系能被一个 d 维头精确拟合，而 4 个 d/4 维的头拟合不了（Bhojanapalli 等人的
+    低秩瓶颈）；四个不同的秩 2 关系则能被 4 个小头拟合，一个大头拟合不了。头维度与头数无关地取 d
+    时（4 个 d 维头），单个关系也能拟合。""",
+)
+@single_threaded
+def check_heads_sweep(ctx: Context) -> Evidence:
+    """Teachers and data from ``ctx.generator``; students trained from their own seeded
+    initialisation (``_fit``). Tiny: 64 sequences, 300 steps, H in {1, 4}; default: 64
+    sequences, 400 steps, H in {1, 2, 4, 8}; large: 128 sequences, 600 steps.
+
+    Margins (relative squared error): the matched students of the one relation (H = 1; four
+    heads of size d) <= 1e-2; mismatched students (one relation with H = 4 heads of size 2;
+    four relations with H = 1) >= 2e-2; the one-relation error of H = 4 at least ten times
+    that of H = 1, the four-relation error of H = 1 at least 1.5 times that of H = 4.
+    Measured while building the claim (size tiny, seeds 0-2, one seed each): one relation
+    H = 1 <= 1e-4, 4 heads of size d <= 1e-4, H = 4 (d_k = 2) >= 0.175; four relations H = 1
+    >= 0.37, H = 4 <= 0.074 (ratio >= 5). The matched four-head student can stop in a local
+    minimum (head symmetries; with 16 sequences it did on most seeds), so that arm is held to a
+    ratio, not to a fit. With the planted head-merge bug: 4 heads of size d 0.18-0.25 and the
+    four-relation ratio 0.74-0.84 (both fail). The seed's version (000:311, 000:1393: H small
+    heads are at least as expressive as one big head) is err(one relation, H = 4) <=
+    err(H = 1) + 1e-3, on the best seed.
+    Training errors bound the best error from above: a matched error near 0 is a fit found;
+    a mismatched floor is what Adam reached from one initialisation, the same budget for all.
+    """
+    sweep_h = ctx.pick([1, 4], [1, 2, 4, 8], [1, 2, 4, 8])
+    i1, i4 = sweep_h.index(1), sweep_h.index(4)
+
+    def one_seed(c: Context) -> tuple[dict[str, float], dict[str, Any]]:
+        errors, wide = _sweep(c, sweep_h)
+        one, four = errors.values()
+        return {
+            "one_H1": one[i1], "one_H4": one[i4], "four_H1": four[i1], "four_H4": four[i4],
+            "one_4_heads_of_size_d": wide,
+            "one_ratio_H4_over_H1": one[i4] / max(one[i1], 1e-12),
+            "four_ratio_H1_over_H4": four[i1] / max(four[i4], 1e-12),
+            "one_H4_minus_H1": one[i4] - one[i1],
+        }, {"errors": errors, "wide": wide}
+
+    per_seed = over_seeds(ctx, one_seed)
+    first = per_seed.runs[0]
+    margins = [
+        per_seed.at_most("one_H1", 1e-2, "one relation, H = 1 (matched): error"),
+        per_seed.at_most("one_4_heads_of_size_d", 1e-2,
+                         "one relation, 4 heads of size d (head size independent of H): error"),
+        per_seed.at_least("one_H4", 2e-2, "one relation, H = 4 heads of size d/4: error "
+                          "(bottleneck)"),
+        per_seed.at_least("four_H1", 2e-2, "four relations, H = 1: error (one pattern for four)"),
+        per_seed.at_least("one_ratio_H4_over_H1", 10.0,
+                          "one relation: error(H = 4) / error(H = 1)"),
+        per_seed.at_least("four_ratio_H1_over_H4", 1.5,
+                          "four relations: error(H = 1) / error(H = 4)"),
+    ]
+    # The seed's version fails only if it fails on every seed: its value is the best seed's.
+    seed_margins = [
+        at_most(f"000:311/1393 small heads at least as expressive: err(one relation, H = 4) - "
+                f"err(H = 1) (best of {len(per_seed.seeds)} seeds)",
+                per_seed.lo("one_H4_minus_H1"), 1e-3),
+    ]
+    return Evidence(
+        predicted="matched students ~0; one relation: H = 4 (d_k = 2) floor; four relations: "
+                  "H = 1 floor; 4 heads of size d ~0",
+        measured={name: [sig(e, 3) for e in errs] for name, errs in first["errors"].items()}
+        | {"4 heads of size d, one relation": sig(first["wide"], 3)},
+        tolerance="matched (one relation) <= 1e-2; mismatched >= 2e-2; ratios >= 10 (one "
+                  "relation) and >= 1.5 (four relations); every seed",
+        verdict=decide(margins, seed_margins),
+        notes=[
+            f"Heads sweep H = {sweep_h} at d = {D}, n = {D}; measured: the first seed's "
+            "relative squared errors in the order of the sweep; margins on the worst seed.",
+            "000:301 and 000:406 (too many heads degrade) agree with the one-relation row: the "
+            "error grows as the head size d/H shrinks. What the seed gets wrong (000:61, "
+            "000:311, 000:1393) is the ranking: at fixed d many small heads do not dominate "
+            "one big head.",
+            "Bhojanapalli et al. 2020 (Theorem 1): a head of size d_k < n cannot express every "
+            "attention pattern; their remedy, head size independent of H, is the 4 x d arm.",
+        ],
+        figures=[_figure(sweep_h, first["errors"])],
+        details={"sweep": sweep_h, "errors": first["errors"], "wide_heads_error": first["wide"]},
+        margins=margins,
+        seed_margins=seed_margins,
+        per_seed=per_seed.to_json(),
+    )
+
+
+def _sweep(ctx: Context, sweep: list[int]) -> tuple[dict[str, list[float]], float]:
+    """One seed: teachers, data and every student of the sweep, plus 4 heads of size d on the
+    one-relation teacher."""
+    gen = ctx.generator(1393)
+    batch, steps = ctx.pick((64, 300), (64, 400), (128, 600))
+    x = torch.randn(batch, D, D, generator=gen)
+    teachers = {"one relation (1 head, d_k = 8)": _teacher(gen, 1),
+                "four relations (4 heads, d_k = 2)": _teacher(gen, 4)}
+    errors: dict[str, list[float]] = {}
+    for name, teacher in teachers.items():
+        y = teacher_output(teacher, x)
+        errors[name] = [_fit(x, y, heads, D // heads, ctx.generator(1400 + heads), steps)
+                        for heads in sweep]
+    wide = _fit(x, teacher_output(teachers[next(iter(teachers))], x), 4, D,
+                ctx.generator(1450), steps)
+    return errors, wide
