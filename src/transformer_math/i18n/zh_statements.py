@@ -11,11 +11,6 @@ from __future__ import annotations
 
 ZH_STATEMENTS: dict[str, str] = {
     # --- architecture -------------------------------------------------------------------------
-    "architecture.encoder-decoder": (
-        "Pre-norm 编码器层与解码器层：因果自注意力（t 处的输出不受 t 之后目标的影响），以及对编码器"
-        "输出的交叉注意力，它忽略填充的源 token。004 的 DecoderLayer 调用把掩码传进了其自身注意力签"
-        "名中的 key/value 位置，因而失败。"
-    ),
     "architecture.flash-io": (
         "本项目分块（tiled）注意力的慢速内存访问次数（运行时计数）随片上存储大小 M 按 Theta(N^2 "
         "d^2 / M) 变化，一旦 M 超过约 d^2，便优于标准注意力的 Theta(N d + N^2)。"

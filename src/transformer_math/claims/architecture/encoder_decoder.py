@@ -44,10 +44,12 @@ class _SeedSignatureAttention(nn.Module):
 def _seed_call_outcomes(
     x: Tensor, memory: Tensor, tgt_mask: Tensor, src_mask: Tensor
 ) -> dict[str, str]:
-    """What 004's DecoderLayer's two attention calls do with 004's own attention signature."""
+    """What 004's EncoderLayer's and DecoderLayer's attention calls do with 004's own attention
+    signature (004:340, 004:362)."""
     attn = seeded(lambda: _SeedSignatureAttention(x.shape[-1], 2), 0)  # weights do not matter
     outcomes = {}
     calls = {
+        "EncoderLayer: self_attn(norm1(x), mask)": lambda: attn(x, src_mask),  # type: ignore[call-arg]
         "self_attn(norm1(x), tgt_mask)": lambda: attn(x, tgt_mask),  # type: ignore[call-arg]
         "cross_attn(norm2(x), encoder_output, src_mask)": lambda: attn(x, memory, src_mask),  # type: ignore[call-arg]
     }
@@ -128,13 +130,22 @@ def _masking_effects(encoder: Transformer, decoder: Transformer, g: torch.Genera
     statement="""Pre-norm encoder and decoder layers: causal self-attention (outputs at t ignore
     targets
     after t) and cross-attention to the encoder output that ignores padded source tokens. 004's
-    DecoderLayer calls pass masks in the key/value slots of its own attention signature and
-    fail.""",
+    EncoderLayer and DecoderLayer calls pass masks in the key/value slots of its own attention
+    signature and fail.""",
+    statement_zh="""Pre-norm 编码器层与解码器层：因果自注意力（位置 t 的输出不受 t
+    之后目标的影响），以及对编码器输出的交叉注意力（忽略被填充的源 token）。004 的
+    EncoderLayer 与 DecoderLayer 的注意力调用把掩码放进了其自身注意力签名中 key/value
+    的位置，调用失败。""",
     falsifier="transformer.cross-attention-mask-dropped",
     expected="refuted",
-    version=2,
+    version=3,
     seed_refs=[("004", 150, 160), ("004", 325, 367)],
     refutes=[Refutation(
+        seed="004", line=340,
+        says="x = x + self.dropout(self.self_attn(self.norm1(x), mask)) with forward(query, key, "
+        "value, mask=None)",
+        correct="the mask lands in the key slot and value is missing, so the call fails; "
+        "self_attn(h, h, h, mask) with h = norm1(x)"), Refutation(
         seed="004", line=362,
         says="x = x + self.self_attn(self.norm1(x), tgt_mask); x = x + self.cross_attn("
         "self.norm2(x), encoder_output, src_mask) with forward(query, key, value, mask=None)",
@@ -166,7 +177,8 @@ def check_encoder_decoder(ctx: Context) -> Evidence:
         at_least("min over real source positions of the effect", real_effect, 1e-3),
     ]
     # the seed's version, run: 004's DecoderLayer calls with 004's attention signature
-    seed_margins = [at_least("004's DecoderLayer attention calls that run (of 2)",
+    seed_margins = [at_least(f"004's EncoderLayer/DecoderLayer attention calls that run "
+                             f"(of {len(seed_calls)})",
                              float(seed_runs), float(len(seed_calls)))]
     ctx.report_progress(1.0)
     return Evidence(
@@ -200,6 +212,8 @@ def check_encoder_decoder(ctx: Context) -> Evidence:
             "004's signature and the refutation is the seed margin 'calls that run = 2' "
             "failing. The falsifier is a bug in the project's decoder (cross-attention drops "
             "memory_key_padding_mask), not a keyword of the check.",
+            "Version 3 (issue 18): EncoderLayer's self-attention call (004:340) has the same "
+            "wrong signature and is run too; the seed margin counts 3 calls.",
         ],
         details={"seed_calls": seed_calls},
         margins=margins,
