@@ -30,6 +30,7 @@ from transformer_math.claims.registry import (
     at_most,
     claim,
     decide,
+    exceeds,
 )
 from transformer_math.diagnostics import convex_hull_test
 from transformer_math.functional import causal_mask, scaled_dot_product_attention
@@ -92,7 +93,7 @@ def _hull_exits(module: MultiHeadAttention, x: Tensor, o: Tensor, v: Tensor,
 
 
 def _projected_hulls(module: MultiHeadAttention, x: Tensor, multi: MultiHeadAttention,
-                     ) -> dict[str, dict[str, float]]:
+                     x_multi: Tensor) -> dict[str, dict[str, float]]:
     """W_O is linear (affine with its bias): the single-head output W_O o + b of a convex
     combination o = sum_j A_ij v_j is the same combination of the points W_O v_j + b, so it stays
     in conv(W_O v_j + b) (000:221 lists W_O as an exit: it is not). Several heads with
@@ -104,11 +105,11 @@ def _projected_hulls(module: MultiHeadAttention, x: Tensor, multi: MultiHeadAtte
     """
     out: dict[str, dict[str, float]] = {}
     with torch.no_grad():
-        for name, m in (("one head: W_O o in conv(W_O v_j)", module),
-                        ("two heads: output in conv(concat(v_j) W_O)", multi)):
-            _, _, vals = m.project_qkv(x, x, x)  # (B, H, n, d_k)
-            points = m.out_proj(vals.transpose(1, 2).reshape(x.shape[0], x.shape[1], -1))
-            y = m(x)
+        for name, m, xs in (("one head: W_O o in conv(W_O v_j)", module, x),
+                            ("two heads: output in conv(concat(v_j) W_O)", multi, x_multi)):
+            _, _, vals = m.project_qkv(xs, xs, xs)  # (B, H, n, d_k)
+            points = m.out_proj(vals.transpose(1, 2).reshape(xs.shape[0], xs.shape[1], -1))
+            y = m(xs)
             hull = convex_hull_test(points, y, iterations=2000)
             out[name] = {"certified_outside": int(hull.certified_outside.sum()),
                          "max_distance": float(hull.distance.max())}
@@ -125,7 +126,7 @@ def _projected_hulls(module: MultiHeadAttention, x: Tensor, multi: MultiHeadAtte
     linear, so W_O o stays in the hull of the projected values W_O v_j.""",
     falsifier="attention.softmax-wrong-axis",
     expected="refuted",
-    version=3,
+    version=4,
     seed_refs=[("000", 217, 221)],
     refutes=[Refutation(
         "000", 221,
@@ -173,7 +174,10 @@ def check_row_stochastic(ctx: Context) -> Evidence:
     arms = {"full": (full.weights, full_fused), "causal": (causal_w, causal_out)}
     measured = {name: _convexity(w, out, v, directions) for name, (w, out) in arms.items()}
     exit_counts, attention_distance = _hull_exits(module, x, full_fused[:, 0], v, gen)
-    projected = _projected_hulls(module, x, multi)
+    # the two-head exit is counted on 8 sequences (96 outputs): on one sequence (12 outputs) the
+    # count was 2-6 over seeds 0-4, a slack of 1 against a spread of 1.8 (issue 18)
+    x_multi = torch.randn(ctx.pick(8, 8, 16), n, d, generator=gen)
+    projected = _projected_hulls(module, x, multi, x_multi)
     one, two = (projected[k] for k in projected)
 
     def worst(key: str, pick: Callable[..., float] = max) -> float:
@@ -189,8 +193,10 @@ def check_row_stochastic(ctx: Context) -> Evidence:
         at_most("one head: W_O o certified outside conv(W_O v_j) (integers: < 1/2 is none)",
                 one["certified_outside"], 0.5),
         at_most("one head: distance of W_O o to conv(W_O v_j)", one["max_distance"], 1e-4),
-        at_least("two heads: outputs certified outside conv(concat(v_j) W_O)",
-                 two["certified_outside"], 1),
+        # a count whose size depends on the random weights (22-81 of 96 over seeds 0-4): what
+        # matters is that it is not zero, compared in decades (``exceeds``)
+        exceeds("two heads: outputs certified outside conv(concat(v_j) W_O)",
+                two["certified_outside"], 1),
     ]
     seed_margins = [
         at_least("000:221 W_O is an exit: W_O o certified outside conv(W_O v_j)",
@@ -203,7 +209,7 @@ def check_row_stochastic(ctx: Context) -> Evidence:
         measured=[sig(worst("max_row_sum_error")), sig(worst("min_weight", min)),
                   *(f"{c}/{points} outside" for c in exit_counts.values()),
                   f"W_O: {one['certified_outside']}/{points} outside",
-                  f"two heads: {two['certified_outside']}/{points} outside"],
+                  f"two heads: {two['certified_outside']}/{x_multi.shape[0] * n} outside"],
         tolerance="row sums 1e-6 and A V = output 1e-5 (float32 rounding of 12-term sums); "
                   "hull distance 1e-4",
         verdict=decide(margins, seed_margins),

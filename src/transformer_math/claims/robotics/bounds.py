@@ -134,23 +134,25 @@ def check_chunked_error_bound(ctx: Context) -> Evidence:
                    "T^2 eps / k": seed_chunked_bound(HORIZON, EPS, k),
                    "(T/k)^2 eps": substituted_bound(HORIZON, EPS, k), "queries": queries}
         margins += [
-            close_to(f"k={k}: |measured cost - DP| (4 standard errors)", mean, dp,
-                     abs_=4.0 * se + 1e-9),
+            # 6 standard errors: at 4 the slack (4 SE - |error|) was 3.07 against 3 x its
+            # spread 1.04 over seeds 0-4 at k = 1 (a Monte Carlo error is |Z| SE, Z ~ N(0, 1))
+            close_to(f"k={k}: |measured cost - DP| (6 standard errors)", mean, dp,
+                     abs_=6.0 * se + 1e-9),
             at_most(f"k={k}: measured cost / (T^2 eps / k)", mean / rows[k]["T^2 eps / k"], 1.0),
             close_to(f"k={k}: |queries per episode - ceil(T / k)| (integers: < 0.5 is equal)",
                      queries, math.ceil(HORIZON / k), abs_=0.5),
         ]
     k_max = CHUNKS[-1]
     # fewer episodes: k draws per query (k x more under a re-querying executor); the cost
-    # (~300) is compared with T^2 eps / k = 18, so 4 standard errors of ~20 suffice
+    # (~300) is compared with T^2 eps / k = 18, so 6 standard errors of ~20 suffice
     step_episodes = ctx.pick(300, 2000, 5000)
     step_cost, _ = _run_cliff(ctx, k_max, per_step=True, episodes=step_episodes, offset=20)
     step_mean = float(step_cost.mean())
     step_se = float(step_cost.std()) / math.sqrt(step_episodes)
     dp_unchunked = worst_case_expected_cost(HORIZON, EPS, 1)
     margins.append(close_to(f"eps per executed step, k={k_max}: |cost - unchunked DP| "
-                            "(4 standard errors)", step_mean, dp_unchunked,
-                            abs_=4.0 * step_se + 1e-9))
+                            "(6 standard errors)", step_mean, dp_unchunked,
+                            abs_=6.0 * step_se + 1e-9))
     seed_margins = [
         at_most(f"seed's substitution: cost(k={k_max}) / (T/k)^2 eps",
                 rows[k_max]["measured cost"] / rows[k_max]["(T/k)^2 eps"], 1.0),

@@ -98,7 +98,7 @@ def check_dt_rwr_equivalence(ctx: Context) -> Evidence:
         at_most("TV(DT marginal under the data's own D(R | s), behaviour policy D(a | s))",
                 total_variation(data_marginal, behaviour), FIT_TOL),
         exceeds("TV(DT marginal under the data's own D(R | s), RWR policy) (the tilt matters)",
-                total_variation(data_marginal, rwr), 5e-2),
+                total_variation(data_marginal, rwr), 1e-2),  # 0.07-0.17 over seeds 0-4
     ]
     seed_margins = [
         at_most("seed's proportionality: max relative deviation of L_DT(tilted) / L_RWR over 5 "
