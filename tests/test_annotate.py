@@ -155,3 +155,7 @@ def test_annotated_pages_render_without_missing_glyphs(tmp_path: Path) -> None:
         glyphs = browser.missing_glyphs(page)
         assert glyphs["checked"] > 10, glyphs
         assert glyphs["missing"] == [], glyphs
+    if SEEDS_DIR.is_dir():  # the real text: CJK, math symbols and the seeds' emoji
+        path = SEEDS_DIR / str(chapters.SEED_FILES["000"]["name"])
+        glyphs = browser.missing_glyphs(seed_annotation.annotate(path, tmp_path / "r", lang="zh"))
+        assert glyphs["checked"] > 1000 and glyphs["missing"] == [], glyphs

@@ -154,7 +154,8 @@ def marks(seed: str, claims: Iterable[Mapping[str, Any]]) -> list[Mark]:
 _CSS = """
 :root { --green:#1a7f37; --red:#cf222e; --magenta:#8250df; --blue:#0969da; --grey:#57606a; }
 body { font: 15px/1.6 system-ui, -apple-system, "Segoe UI", "Noto Sans CJK SC",
-       "Source Han Sans SC", "PingFang SC", "Microsoft YaHei", "WenQuanYi Micro Hei", sans-serif;
+       "Source Han Sans SC", "PingFang SC", "Microsoft YaHei", "WenQuanYi Micro Hei",
+       "Noto Color Emoji", sans-serif;
        margin: 0 auto; max-width: 1150px; padding: 1.2rem; color: #1f2328; }
 h1 { font-size: 1.4rem; margin: 0 0 .4rem; } .meta { color: var(--grey); margin: .2rem 0; }
 .warn { color: var(--red); font-weight: 600; }

@@ -14,8 +14,9 @@ a fixed size), and compares the pixels with two references drawn in the same fon
 - the empty drawing (nothing painted): a font that maps a character to a blank glyph.
 
 A character whose drawing equals either reference is missing (separators, control and format
-characters, Unicode categories Z, Cc and Cf, are expected to be blank and are not checked;
-private-use and unassigned ones are). The browser's own
+characters, Unicode categories Z, Cc and Cf, and the variation selectors U+FE00-FE0F and
+U+E0100-E01EF, which modify the character before them, are expected to be blank and are not
+checked; private-use and unassigned ones are). The browser's own
 font fallback is part of the measurement on purpose: the question is what a reader of this
 machine sees, not which font in the CSS stack happened to supply the glyph.
 
@@ -167,7 +168,7 @@ _GLYPH_SCRIPT = r"""
     var canvas = document.createElement("canvas");
     canvas.width = W; canvas.height = H;
     var ctx = canvas.getContext("2d", {willReadFrequently: true});
-    var skip = /[\p{Z}\p{Cc}\p{Cf}]/u;
+    var skip = /[\p{Z}\p{Cc}\p{Cf}\uFE00-\uFE0F\u{E0100}-\u{E01EF}]/u;  // + variation selectors
     var byFont = {}, families = {}, all = {};
     var walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
     for (var node = walker.nextNode(); node; node = walker.nextNode()) {
