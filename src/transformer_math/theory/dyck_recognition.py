@@ -30,7 +30,7 @@ from torch import Tensor
 
 from transformer_math.bugs import declare_bug, planted
 from transformer_math.nn.attention import MultiHeadAttention
-from transformer_math.nn.init import no_init_draws
+from transformer_math.theory.parity_margin import uniform_attention
 
 PREFIX_NOT_CAUSAL = declare_bug(
     "computation.dyck-prefix-not-causal",
@@ -64,14 +64,7 @@ def dyck1_threshold_circuit(bits: Tensor) -> Tensor:
 
 def _uniform_attention(source: int) -> MultiHeadAttention:
     """One head, W_Q = W_K = 0 (equal logits), value = coordinate ``source`` into the slot."""
-    with no_init_draws():  # every weight is set below
-        attn = MultiHeadAttention(WIDTH, 1, bias=False, backend="reference").double()
-    with torch.no_grad():
-        for proj in (attn.q_proj, attn.k_proj, attn.v_proj, attn.out_proj):
-            proj.weight.zero_()
-        attn.v_proj.weight[_SLOT, source] = 1.0
-        attn.out_proj.weight[_SLOT, _SLOT] = 1.0
-    return attn
+    return uniform_attention(WIDTH, source, _SLOT)
 
 
 def deep_nesting(n: int) -> Tensor:

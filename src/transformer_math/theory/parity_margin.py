@@ -48,17 +48,22 @@ _BIT, _POS, _SIGN, _SLOT = range(4)  # residual-stream coordinates
 WIDTH = 4
 
 
-def _uniform_attention(source: int) -> MultiHeadAttention:
-    """One head, W_Q = W_K = 0 (all logits 0: weights exactly 1/T), value = coordinate ``source``
-    written to the slot coordinate."""
+def uniform_attention(width: int, source: int, slot: int) -> MultiHeadAttention:
+    """One head of width ``width``, W_Q = W_K = 0 (all logits 0: weights exactly 1/T), value =
+    coordinate ``source`` written to coordinate ``slot``: the mean of ``source`` over the keys
+    (the counting layer of the PARITY and Dyck constructions)."""
     with no_init_draws():  # every weight is set below
-        attn = MultiHeadAttention(WIDTH, 1, bias=False, backend="reference").double()
+        attn = MultiHeadAttention(width, 1, bias=False, backend="reference").double()
     with torch.no_grad():
         for proj in (attn.q_proj, attn.k_proj, attn.v_proj, attn.out_proj):
             proj.weight.zero_()
-        attn.v_proj.weight[_SLOT, source] = 1.0
-        attn.out_proj.weight[_SLOT, _SLOT] = 1.0
+        attn.v_proj.weight[slot, source] = 1.0
+        attn.out_proj.weight[slot, slot] = 1.0
     return attn
+
+
+def _uniform_attention(source: int) -> MultiHeadAttention:
+    return uniform_attention(WIDTH, source, _SLOT)
 
 
 class ParityMarginConstruction:
