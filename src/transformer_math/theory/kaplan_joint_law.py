@@ -24,8 +24,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import torch
-
 from transformer_math.bugs import declare_bug, planted
 
 BRACKET_EXPONENT = declare_bug(
@@ -81,15 +79,34 @@ class KaplanJointLaw:
         return -self.alpha_n * u * v / (u + v) ** 2
 
 
+def _solve3(a: list[list[float]], b: list[float]) -> list[float]:
+    """Solve the 3 x 3 system a x = b by Gaussian elimination with partial pivoting, in Python
+    floats: the same bits whatever ran before (a LAPACK least-squares call differed in the last
+    digit between runs, which the determinism test sees)."""
+    m = [[*row, rhs] for row, rhs in zip(a, b, strict=True)]
+    for col in range(3):
+        pivot = max(range(col, 3), key=lambda r: abs(m[r][col]))
+        m[col], m[pivot] = m[pivot], m[col]
+        for r in range(col + 1, 3):
+            f = m[r][col] / m[col][col]
+            m[r] = [x - f * y for x, y in zip(m[r], m[col], strict=True)]
+    x = [0.0, 0.0, 0.0]
+    for r in (2, 1, 0):
+        x[r] = (m[r][3] - sum(m[r][c] * x[c] for c in range(r + 1, 3))) / m[r][r]
+    return x
+
+
 def product_form_fit(params: list[float], tokens: list[float],
                      losses: list[float]) -> tuple[float, float, float, float]:
     """Least-squares fit of log L = log c - alpha log N - beta log D (the product form
-    L = c N^-alpha D^-beta, 000:137) in float64; returns (c, alpha, beta, max relative error)."""
-    n = torch.tensor(params, dtype=torch.float64).log()
-    d = torch.tensor(tokens, dtype=torch.float64).log()
-    y = torch.tensor(losses, dtype=torch.float64).log()
-    design = torch.stack([torch.ones_like(n), n, d], dim=1)
-    coef = torch.linalg.lstsq(design, y.unsqueeze(-1)).solution.squeeze(-1)
-    fitted = design @ coef
-    err = float((fitted - y).exp().sub(1).abs().max())
-    return float(coef[0].exp()), float(-coef[1]), float(-coef[2]), err
+    L = c N^-alpha D^-beta, 000:137) in float64, by the normal equations (3 unknowns, a
+    well-conditioned design over a grid of N and D); returns (c, alpha, beta, max relative
+    error)."""
+    rows = [(1.0, math.log(n), math.log(d)) for n, d in zip(params, tokens, strict=True)]
+    y = [math.log(v) for v in losses]
+    gram = [[sum(r[i] * r[j] for r in rows) for j in range(3)] for i in range(3)]
+    rhs = [sum(r[i] * t for r, t in zip(rows, y, strict=True)) for i in range(3)]
+    coef = _solve3(gram, rhs)
+    err = max(abs(math.exp(sum(c * x for c, x in zip(coef, r, strict=True)) - t) - 1.0)
+              for r, t in zip(rows, y, strict=True))
+    return math.exp(coef[0]), -coef[1], -coef[2], err
