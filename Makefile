@@ -7,6 +7,9 @@ STAMP  := $(VENV)/.installed
 TORCH  := torch==2.13.0
 REPORT ?= report
 TIER   ?= quick
+SEEDS  ?= 3
+# tasks at a time: 2 runs them on a local Ray with two workers (one per core); 1 runs inline
+WORKERS ?= 2
 
 .PHONY: verify test lint bench setup clean
 
@@ -19,7 +22,8 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 verify: $(STAMP)
-	$(BIN)/tmath verify --tier $(TIER) --report $(REPORT) --json $(REPORT)/results.json
+	$(BIN)/tmath verify --tier $(TIER) --seeds $(SEEDS) --workers $(WORKERS) \
+		--report $(REPORT) --json $(REPORT)/results.json
 
 test: $(STAMP)
 	$(BIN)/ruff check .

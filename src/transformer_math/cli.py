@@ -47,13 +47,16 @@ from transformer_math.commands.args import (
     MAX_SEED,
     MAX_SEEDS,
     MAX_THREADS,
+    MAX_WORKERS,
     error_line,
+    input_file,
     integer,
     internal_work,
     is_internal,
     number,
     output_file,
     output_folder,
+    ray_address,
 )
 
 if TYPE_CHECKING:
@@ -279,6 +282,44 @@ def _run_claims(
     return results
 
 
+def _execute(claims: Sequence[Claim], settings: Any, *, workers: int, address: str | None,
+             log: Any, profile: bool = False) -> tuple[list[ClaimResult], Any]:
+    """Run ``claims`` as tasks (``transformer_math.execution``) with a bar counting tasks."""
+    from transformer_math.execution.executors import execute
+
+    with _progress_bar() as progress:
+        where = "inline" if workers == 1 and address is None else (
+            f"ray, {workers} workers" if address is None else f"ray at {address}")
+        task = progress.add_task(f"verifying ({where})", total=None)
+
+        def done(key: Any, n: int, total: int) -> None:
+            progress.update(task, description=f"{key.label()} ({where})", completed=n,
+                            total=total)
+
+        return execute(claims, settings, workers=workers, address=address, log=log,
+                       progress=done, profile=profile)
+
+
+def _open_log(log_file: Path | None, resume: Path | None, settings: Any,
+              claims: Sequence[Claim]) -> Any:
+    """The results log of ``--log FILE`` (new) or ``--resume FILE`` (continued), or None."""
+    from transformer_math.claims.registry import all_claims
+    from transformer_math.execution.log import LogError, ResultsLog
+
+    if log_file is not None and resume is not None:
+        raise UsageError("give --log FILE (a new log) or --resume FILE (continue one), not both")
+    try:
+        if resume is not None:
+            input_file("--resume", resume)
+            return ResultsLog.open(resume, settings, {c.id: c.version for c in all_claims()})
+        if log_file is not None:
+            output_file("--log", log_file, make_parents=True)
+            return ResultsLog.create(log_file, settings)
+    except LogError as exc:
+        raise UsageError(str(exc)) from None
+    return None
+
+
 STDOUT = "-"
 """``--json -``: the document goes to stdout (and the human-readable lines to stderr)."""
 
@@ -358,11 +399,34 @@ def verify(
         int, typer.Option("--threads", help="torch intra-op threads while claims run (>= 1).")
     ] = 1,
     lang: LangOption = "en",
+    workers: Annotated[
+        int, typer.Option("--workers", help="Tasks run at a time: 1 runs them here, one after "
+                          "another; more run them as Ray tasks on a local Ray started now.")
+    ] = 1,
+    address: Annotated[
+        str | None, typer.Option("--address", help="Run the tasks on the Ray cluster at this "
+                                 "address (HOST:PORT, ray://HOST:PORT or auto).")
+    ] = None,
+    log_file: Annotated[
+        Path | None, typer.Option("--log", help="Append every finished task to this new file "
+                                  "(JSON lines, crash-safe; continue it with --resume).")
+    ] = None,
+    resume: Annotated[
+        Path | None, typer.Option("--resume", help="Continue the results log FILE: skip the "
+                                  "(claim, seed) tasks it holds, append the others.")
+    ] = None,
+    profile: Annotated[
+        bool, typer.Option("--profile", help="Split each claim's time into check and "
+                           "falsifier, training and evaluation, and print where it went.")
+    ] = False,
 ) -> None:
     """Run claims with their falsifiers and print a table of verdicts.
 
-    Exits 0 when nothing failed, 1 when a claim failed, obtained a verdict other than the one
-    it expects, or a falsifier (a bug planted in the library) was not caught.
+    A run is a set of tasks, one per (claim, seed) of a training claim and one per other
+    claim; ``--workers`` and ``--address`` run them on Ray, ``--log`` and ``--resume`` keep
+    them in a crash-safe log. Exits 0 when nothing failed, 1 when a claim failed, obtained a
+    verdict other than the one it expects, or a falsifier (a bug planted in the library) was
+    not caught.
     """
     tier = _choice(tier, TIERS, "--tier")
     size = _choice(size, SIZES, "--size")
@@ -371,8 +435,12 @@ def verify(
     integer("--seed", seed, low=0, high=MAX_SEED)
     integer("--seeds", seeds, low=1, high=MAX_SEEDS)
     integer("--threads", threads, low=1, high=MAX_THREADS)
+    integer("--workers", workers, low=1, high=MAX_WORKERS)
+    address = ray_address("--address", address)
 
     from transformer_math.claims.registry import all_claims, select_claims
+    from transformer_math.execution.executors import ExecutorError
+    from transformer_math.execution.tasks import RunSettings
     from transformer_math.report.results import build_results
     from transformer_math.report.table import problem_lines, results_table, summary_text
 
@@ -384,11 +452,16 @@ def verify(
     if not _to_stdout(json_file):
         output_file("--json", json_file, make_parents=True)  # before the claims run
     output_folder("--report", report_dir)
-    with internal_work():  # claims run on validated input: a ValueError here is ours
-        results = (_run_claims(claims, seed=seed, size=size, threads=threads, seeds=seeds)
-                   if claims else [])
+    settings = RunSettings(seed=seed, seeds=seeds, size=size, threads=threads)
+    log = _open_log(log_file, resume, settings, claims)
+    try:
+        with internal_work():  # claims run on validated input: a ValueError here is ours
+            results, info = (_execute(claims, settings, workers=workers, address=address,
+                                      log=log, profile=profile) if claims else ([], None))
+    except ExecutorError as exc:
+        raise UsageError(str(exc)) from None
     document = build_results(results, seed=seed, tier=tier, size=size, pattern=pattern,
-                             seeds=seeds)
+                             seeds=seeds, run=info.to_json() if info is not None else None)
 
     out = _stderr() if _to_stdout(json_file) else _stdout()
     if results:
@@ -396,6 +469,10 @@ def verify(
     out.print(summary_text(document["summary"]))
     for line in problem_lines(document["claims"]):
         out.print(line)
+    if profile and results:
+        from transformer_math.report.table import timing_table
+
+        out.print(timing_table(document["claims"], document.get("run")))
     if json_file is not None:
         _emit_json(json_file, document, out)
     if report_dir is not None:

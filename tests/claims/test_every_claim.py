@@ -63,6 +63,8 @@ def test_quick_claim_holds_and_falsifier_is_caught(claim, quick_runs):
             assert claim.falsifier.bug in res.reached
     if res.evidence.verdict is not Verdict.CITED:
         assert res.evidence.measured is not None and res.evidence.margins
+    if res.evidence.per_seed is not None:  # its seeds run as separate tasks (execution/)
+        assert claim.seeded, "a claim reporting per_seed sweeps its seeds through over_seeds"
 
 
 @pytest.mark.slow
@@ -73,5 +75,6 @@ def test_full_claim_tiny_config_runs(claim, full_runs):
     assert res.evidence.measured is not None
     assert res.expected_met, (claim.expected, res.evidence.verdict, res.evidence.notes[-3:])
     assert res.evidence.per_seed is not None, "a training claim reports per_seed"
+    assert claim.seeded, "a training claim sweeps its seeds through over_seeds (execution/)"
     if claim.falsifier is not None:
         assert res.falsifier_caught, (claim.falsifier.name, res.falsifier_evidence)

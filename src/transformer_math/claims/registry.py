@@ -22,6 +22,7 @@ and using the :func:`claim` decorator (the id's prefix must be the package: enfo
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import math
 import pkgutil
@@ -270,6 +271,9 @@ class Context:
     size: Size = Size.DEFAULT
     progress: Callable[[float], None] | None = None
     seeds: int = DEFAULT_SEEDS
+    #: How ``claims.seeds.over_seeds`` treats the seeds (a ``SeedHook``: one seed alone, seeds
+    #: computed elsewhere, a callback per seed); None: compute every seed here.
+    seed_hook: Any = None
 
     def __post_init__(self) -> None:
         if isinstance(self.seeds, bool) or not isinstance(self.seeds, int) or self.seeds < 1:
@@ -431,6 +435,16 @@ class Claim:
 
     def claim_expected(self) -> str | None:
         return self.expected.value if self.expected is not None else None
+
+    @property
+    def seeded(self) -> bool:
+        """Whether the check sweeps seeds through ``claims.seeds.over_seeds`` (read from the
+        names its code calls, through decorators): an executor then runs its seeds as separate
+        tasks (:mod:`transformer_math.execution`). ``tests/claims`` checks that every claim
+        reporting ``per_seed`` is seeded."""
+        import inspect
+
+        return "over_seeds" in inspect.unwrap(self.check).__code__.co_names
 
     @property
     def sections(self) -> tuple[str, ...]:
@@ -606,6 +620,8 @@ class ClaimResult:
     falsifier_caught: bool | None = None
     error: str | None = None
     reached: frozenset[str] = frozenset()
+    #: seconds per phase (``check_s``, ``falsifier_s``) and per seed (``check_seed_s``, ...)
+    timing: dict[str, Any] = field(default_factory=dict)
 
     @property
     def expected_met(self) -> bool:
@@ -642,6 +658,7 @@ class ClaimResult:
             "tolerance": e.tolerance,
             "falsifier": falsifier,
             "seconds": round(self.seconds, 4),
+            "timing": dict(self.timing),
             "notes": list(e.notes),
             "details": e.details,
             "figures": [f.to_json() for f in e.figures],
@@ -730,18 +747,42 @@ def run_falsifier(c: Claim, ctx: Context) -> tuple[Evidence, str | None]:
         return run_check(c.check, ctx)
 
 
-def run_claim(c: Claim, ctx: Context, *, falsifier: bool = True) -> ClaimResult:
-    """Run a claim's check, then its falsifier (the same check with the falsifier's bug)."""
+PHASES = ("check", "falsifier")
+"""A claim runs twice: its ``check`` clean, then with its falsifier's bug planted."""
+
+
+def run_claim(c: Claim, ctx: Context, *, falsifier: bool = True,
+              seed_hook_for: Callable[[str], Any] | None = None) -> ClaimResult:
+    """Run a claim's check, then its falsifier (the same check with the falsifier's bug).
+
+    ``seed_hook_for(phase)`` gives each phase's ``claims.seeds.SeedHook`` (an executor's seeds
+    computed elsewhere, :mod:`transformer_math.execution`); ``ClaimResult.timing`` holds each
+    phase's seconds, seeds computed elsewhere included, and each seed's seconds.
+    """
     start = time.perf_counter()
+    timing: dict[str, Any] = {}
+
+    def phase(name: str) -> tuple[Evidence, str | None]:
+        hook = seed_hook_for(name) if seed_hook_for is not None else None
+        pctx = ctx if hook is None else dataclasses.replace(ctx, seed_hook=hook)
+        t0 = time.perf_counter()
+        out = run_check(c.check, pctx) if name == "check" else run_falsifier(c, pctx)
+        seconds = time.perf_counter() - t0
+        if hook is not None and hook.used:
+            seconds += sum(run.seconds for run, cached in hook.used if cached)
+            timing[f"{name}_seed_s"] = [round(run.seconds, 3) for run, _ in hook.used]
+        timing[f"{name}_s"] = round(seconds, 3)
+        return out
+
     with bugs.recording() as reached:
-        evidence, error = run_check(c.check, ctx)
+        evidence, error = phase("check")
     result = ClaimResult(claim=c, evidence=evidence, seconds=0.0, error=error,
-                         reached=frozenset(reached))
+                         reached=frozenset(reached), timing=timing)
     if not result.expected_met and error is None:
         evidence.notes.append(f"expected verdict {c.claim_expected()!r}, obtained "
                               f"{evidence.verdict.value!r}")
     if falsifier and c.falsifier is not None:
-        f_evidence, f_error = run_falsifier(c, ctx)
+        f_evidence, f_error = phase("falsifier")
         result.falsifier_evidence = f_evidence
         # Caught means the check itself detected the wrong variant, not that it crashed.
         result.falsifier_caught = f_evidence.verdict is Verdict.FAILED and f_error is None
@@ -750,7 +791,9 @@ def run_claim(c: Claim, ctx: Context, *, falsifier: bool = True) -> ClaimResult:
         if c.falsifier.bug not in reached:
             evidence.notes.append(f"the clean run never passed the site of its falsifier's bug "
                                   f"{c.falsifier.bug!r}")
-    result.seconds = time.perf_counter() - start
+    result.seconds = sum(v for k, v in timing.items() if k in ("check_s", "falsifier_s"))
+    if seed_hook_for is None:
+        result.seconds = time.perf_counter() - start
     return result
 
 

@@ -6,16 +6,26 @@ training claim runs ``ctx.seeds`` seeds (default 3, ``tmath verify --seeds N``) 
 interval over the seeds: :meth:`PerSeed.at_least` is the margin ``min over seeds >= threshold``
 and :meth:`PerSeed.at_most` the margin ``max over seeds <= threshold``, so every seed must clear
 the threshold. The mean and the sample standard deviation (``spread``) are reported beside.
+
+A seed's run is independent of the others (``ctx.with_seed(s)`` is a fresh context, and no
+global RNG is used), so the seeds can run anywhere (issue 19): :class:`SeedHook` on the
+context lets an executor (:mod:`transformer_math.execution`) run one seed of a check alone
+(``only``: :func:`over_seeds` computes that seed and stops the check with
+:class:`SeedCollected`), hand over seeds computed elsewhere (``cached``: the check then
+decides on them without training) and hear of every seed computed here (``on_seed``: the
+crash-safe results log).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from transformer_math import bugs
 from transformer_math.claims.registry import Context, Margin, at_least, at_most
 
 
@@ -69,6 +79,64 @@ class PerSeed:
         }
 
 
+@dataclass
+class SeedRun:
+    """One seed's run of a check's sweep: its named numbers, the run's extra item (figure
+    data), its seconds, the bug sites it queried (:func:`bugs.recording`; replayed when the
+    run is used elsewhere, so a claim's reached sites do not depend on where its seeds ran),
+    and the error message when the run raised instead."""
+
+    seed: int
+    values: dict[str, float]
+    extra: Any = None
+    seconds: float = 0.0
+    reached: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+class SeedCollected(BaseException):
+    """Raised by :func:`over_seeds` in a check run for one seed (``SeedHook.only``): it carries
+    that seed's run out of the check. A ``BaseException`` so that no check's ``except
+    Exception`` swallows it."""
+
+    def __init__(self, run: SeedRun) -> None:
+        super().__init__(f"seed {run.seed} collected")
+        self.run = run
+
+
+class SeedFailedElsewhereError(RuntimeError):
+    """A seed handed over in ``SeedHook.cached`` whose run raised where it ran."""
+
+
+@dataclass
+class SeedHook:
+    """How :func:`over_seeds` treats the seeds of the one sweep of a check.
+
+    - ``only``: compute this seed alone and raise :class:`SeedCollected` with its run;
+    - ``cached``: runs computed elsewhere, used instead of computing (an errored run re-raises
+      as :class:`SeedFailedElsewhereError`);
+    - ``on_seed``: called with every run computed here, as soon as it finished.
+    """
+
+    only: int | None = None
+    cached: dict[int, SeedRun] = field(default_factory=dict)
+    on_seed: Callable[[SeedRun], None] | None = None
+    calls: int = 0
+    #: the runs the sweep used, with whether each came from ``cached``
+    used: list[tuple[SeedRun, bool]] = field(default_factory=list)
+
+
+def _one_run(ctx: Context, s: int, run: Callable[[Context], Any]) -> SeedRun:
+    start = time.perf_counter()
+    with bugs.recording() as reached:
+        result = run(ctx.with_seed(s))
+    extra = None
+    if isinstance(result, tuple):
+        result, extra = result
+    return SeedRun(seed=s, values={k: float(v) for k, v in result.items()}, extra=extra,
+                   seconds=time.perf_counter() - start, reached=sorted(reached))
+
+
 def over_seeds(
     ctx: Context,
     run: Callable[[Context], Mapping[str, float] | tuple[Mapping[str, float], Any]],
@@ -77,15 +145,35 @@ def over_seeds(
 
     ``run`` returns a mapping of scalar results (the same names for every seed), or a pair
     ``(mapping, anything)`` whose second item is kept in ``PerSeed.runs`` (a figure's data).
-    Progress is reported as the fraction of seeds done.
+    Progress is reported as the fraction of seeds done. ``ctx.seed_hook`` (a :class:`SeedHook`)
+    runs one seed alone, supplies seeds computed elsewhere, or hears of each computed seed; a
+    check calls this once (a second sweep in one check is an error under a hook).
     """
     seeds = ctx.seed_values()
+    hook = ctx.seed_hook
+    if hook is not None:
+        hook.calls += 1
+        if hook.calls > 1:
+            raise ValueError("a check under a SeedHook called over_seeds twice; the executor "
+                             "distributes one sweep per check")
+        if hook.only is not None:
+            if hook.only not in seeds:
+                raise ValueError(f"seed {hook.only} is not one of this run's seeds {seeds}")
+            raise SeedCollected(_one_run(ctx, hook.only, run))
     out = PerSeed(seeds=seeds)
     for i, s in enumerate(seeds):
-        result = run(ctx.with_seed(s))
-        extra = None
-        if isinstance(result, tuple):
-            result, extra = result
+        one = hook.cached.get(s) if hook is not None else None
+        if one is not None:
+            bugs.note_reached(set(one.reached))
+            if one.error is not None:
+                raise SeedFailedElsewhereError(f"seed {s}: {one.error}")
+        else:
+            one = _one_run(ctx, s, run)
+            if hook is not None and hook.on_seed is not None:
+                hook.on_seed(one)
+        if hook is not None:
+            hook.used.append((one, s in hook.cached))
+        result = one.values
         if i == 0:
             out.values = {k: [] for k in result}
         elif set(result) != set(out.values):
@@ -93,6 +181,6 @@ def over_seeds(
                              f"{sorted(out.values)}")
         for k, v in result.items():
             out.values[k].append(float(v))
-        out.runs.append(extra)
+        out.runs.append(one.extra)
         ctx.report_progress((i + 1) / len(seeds))
     return out

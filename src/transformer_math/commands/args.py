@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,6 +40,10 @@ MAX_SEEDS = 1000
 """Most seeds one command runs (``--seeds``)."""
 MAX_REPEATS = 100_000
 """Largest ``--repeats`` of ``tmath bench``."""
+MAX_WORKERS = 4096
+"""Most Ray tasks one run keeps in flight (``--workers``)."""
+
+_RAY_ADDRESS = re.compile(r"(auto|(ray://)?[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?:(\d{1,5}))")
 
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg")
 """Figure formats the commands write (matplotlib picks the format from the suffix)."""
@@ -97,6 +102,18 @@ def integer(option: str, value: Any, *, low: int | None = None,
         fail(f"{option} must be >= {low}, got {value}")
     if high is not None and value > high:
         fail(f"{option} must be <= {high}, got {value}")
+    return value
+
+
+def ray_address(option: str, value: str | None) -> str | None:
+    """``value`` when it is a Ray address (``HOST:PORT``, ``ray://HOST:PORT`` or ``auto``, the
+    forms ``ray.init(address=...)`` takes), else :func:`fail`; ``None`` passes through."""
+    if value is None:
+        return None
+    m = _RAY_ADDRESS.fullmatch(value)
+    if m is None or (m.group(4) is not None and not 1 <= int(m.group(4)) <= 65535):
+        fail(f"{option} must be HOST:PORT, ray://HOST:PORT or auto (a Ray cluster's address), "
+             f"got {value!r}")
     return value
 
 

@@ -100,19 +100,27 @@ def build_results(
     size: str,
     pattern: str | None = None,
     seeds: int | None = None,
+    run: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The results document of one ``tmath verify`` run (see the package docstring)."""
+    """The results document of one ``tmath verify`` run (see the package docstring).
+
+    ``run`` is how it executed (``execution.executors.RunInfo``): the document then names its
+    ``executor`` (``"inline"`` or ``"ray"``) at the top and holds ``run`` beside the summary.
+    """
     from transformer_math.claims.registry import summarize
 
     results = list(results)
     summary: dict[str, Any] = dict(summarize(results))
     summary.update(seed=seed, tier=tier, size=size, pattern=pattern, seeds=seeds)
     summary.update(environment())
-    return {
-        "schema": SCHEMA,
-        "claims": [to_jsonable(r.to_json()) for r in results],
-        "summary": to_jsonable(summary),
-    }
+    document: dict[str, Any] = {"schema": SCHEMA}
+    if run is not None:
+        document["executor"] = run["executor"]
+    document["claims"] = [to_jsonable(r.to_json()) for r in results]
+    document["summary"] = to_jsonable(summary)
+    if run is not None:
+        document["run"] = to_jsonable(run)
+    return document
 
 
 def claim_to_json(c: Claim) -> dict[str, Any]:

@@ -336,3 +336,36 @@ def bench_tables(results: Sequence[Mapping[str, Any]]) -> list[Table]:
 def json_text(document: Any) -> str:
     """Pretty strict JSON (used by the ``--json`` flags that print to stdout)."""
     return dumps(document).rstrip("\n")
+
+
+def timing_table(claims: Iterable[Mapping[str, Any]], run: Mapping[str, Any] | None = None
+                 ) -> Table:
+    """Where a run's time went (``tmath verify --profile``), slowest claim first: the tasks'
+    CPU seconds, the check and the falsifier (each with its seeds), and the split into
+    training (forward, backward, optimizer), evaluation and the rest (``execution.time_split``).
+    """
+    title = "where the time went"
+    if run:
+        title += (f" ({run.get('executor')}, {run.get('workers')} workers, "
+                  f"{float(run.get('wall_seconds', 0.0)):.0f} s wall)")
+    table = Table(title=title, box=box.SIMPLE_HEAD)
+    for name in ("claim", "tasks CPU s", "check s", "falsifier s", "train s", "eval s",
+                 "other s"):
+        table.add_column(name, justify="left" if name == "claim" else "right")
+    rows = []
+    for c in claims:
+        t = c.get("timing") or {}
+        split = t.get("split") or {}
+        parts = {k: sum(float(p.get(k, 0.0)) for p in split.values())
+                 for k in ("train_forward_s", "backward_s", "optimizer_s", "eval_forward_s",
+                           "other_s")}
+        train = parts["train_forward_s"] + parts["backward_s"] + parts["optimizer_s"]
+        rows.append((float(t.get("tasks_cpu_s", c.get("seconds", 0.0)) or 0.0), c["id"], t,
+                     train if split else None, parts))
+    for cpu, claim_id, t, train, parts in sorted(rows, key=lambda r: -r[0]):
+        def cell(x: Any) -> str:
+            return "-" if x is None else f"{float(x):.1f}"
+        table.add_row(claim_id, cell(cpu), cell(t.get("check_s")), cell(t.get("falsifier_s")),
+                      cell(train), cell(parts["eval_forward_s"] if train is not None else None),
+                      cell(parts["other_s"] if train is not None else None))
+    return table

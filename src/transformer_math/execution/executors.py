@@ -1,0 +1,194 @@
+"""Where the tasks of a run execute: here, one after another (``inline``), or as Ray tasks on a
+local Ray started on demand or on a cluster (``ray``).
+
+:func:`execute` plans the run's tasks (:func:`~.tasks.plan`), skips those a results log already
+holds (``--resume``), runs the rest, appends each to the log as it finishes and assembles each
+claim once its last task is in. Both executors run the same :func:`~.tasks.run_task`; a Ray
+task is that function in a worker process, so results are equal seed by seed (tests/execution).
+
+Ray (https://docs.ray.io, ``ray.remote`` tasks) retries a task whose worker process died
+(``max_retries``, system failures only: an exception in a check is a result, never retried).
+The driver alone writes the log, on a task's completion, so a retried task is recorded once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from transformer_math.execution.log import ResultsLog
+from transformer_math.execution.tasks import (
+    RunSettings,
+    TaskKey,
+    assemble,
+    plan,
+    run_task,
+    run_task_json,
+    schedule,
+)
+
+EXECUTORS = ("inline", "ray")
+MAX_RETRIES = 3  # a task whose worker died is run again up to this many times
+OBJECT_STORE_BYTES = 256 * 2**20  # payloads are kilobytes; Ray's default takes 30 % of RAM
+
+
+class ExecutorError(RuntimeError):
+    """Ray is missing, or the cluster at ``--address`` cannot be reached (a user's setup)."""
+
+
+@dataclass
+class RunInfo:
+    """How a run executed: the executor, its workers, the Ray address, tasks run and reused."""
+
+    executor: str
+    workers: int
+    address: str | None = None
+    tasks: int = 0
+    resumed: int = 0
+    wall_seconds: float = 0.0
+    log: str | None = None
+    stale: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"executor": self.executor, "workers": self.workers, "address": self.address,
+                "tasks": self.tasks, "resumed": self.resumed,
+                "wall_seconds": round(self.wall_seconds, 3), "log": self.log,
+                "stale_log_lines": self.stale, "notes": list(self.notes)}
+
+
+Progress = Callable[[TaskKey, int, int], None]
+"""``progress(key, done, total)``: called when a task finished (``done`` of ``total``)."""
+
+
+def execute(
+    claims: Sequence[Any],
+    settings: RunSettings,
+    *,
+    workers: int = 1,
+    address: str | None = None,
+    log: ResultsLog | None = None,
+    progress: Progress | None = None,
+    profile: bool = False,
+) -> tuple[list[Any], RunInfo]:
+    """Run ``claims`` and return their ``ClaimResult`` s (in the claims' order) and a
+    :class:`RunInfo`. ``workers == 1`` without an ``address`` runs inline; otherwise on Ray
+    (at most ``workers`` tasks at a time; with an ``address`` and ``workers == 1``, as many as
+    the cluster schedules). ``profile`` splits each task's time (``execution.time_split``)."""
+    start = time.perf_counter()
+    executor = "inline" if workers == 1 and address is None else "ray"
+    info = RunInfo(executor=executor, workers=workers, address=address,
+                   log=str(log.path) if log is not None else None,
+                   stale=log.stale if log is not None else 0)
+    if log is not None and log.dropped_tail:
+        info.notes.append(f"{log.path}: dropped a last line cut short by a crash")
+    keys = plan(claims, settings)
+    payloads: dict[TaskKey, Any] = {}
+    if log is not None:
+        payloads.update({k: log.entries[k] for k in keys if k in log.entries})
+    info.resumed = len(payloads)
+    todo = [k for k in schedule(keys, claims) if k not in payloads]
+    info.tasks = len(todo)
+    versions = {c.id: c.version for c in claims}
+    by_claim = {c.id: c for c in claims}
+    remaining = {c.id: sum(1 for k in keys if k.claim == c.id) for c in claims}
+    for k in payloads:
+        remaining[k.claim] -= 1
+    results: dict[str, Any] = {}
+
+    def finished(key: TaskKey, payload: dict[str, Any]) -> None:
+        payloads[key] = payload
+        if log is not None:
+            log.append(key, versions[key.claim], payload)
+        remaining[key.claim] -= 1
+        if progress is not None:
+            progress(key, len(payloads) - info.resumed, len(todo))
+        if remaining[key.claim] == 0:
+            results[key.claim] = _assemble(by_claim[key.claim], settings, payloads)
+
+    for c in claims:  # claims the log already holds completely
+        if remaining[c.id] == 0:
+            results[c.id] = _assemble(c, settings, payloads)
+    if executor == "inline":
+        import torch
+
+        threads = torch.get_num_threads()
+        try:
+            for key in todo:
+                finished(key, run_task(key, settings, profile=profile))
+        finally:
+            torch.set_num_threads(threads)
+    else:
+        _run_on_ray(todo, settings, workers=workers, address=address, finished=finished,
+                    profile=profile)
+    info.wall_seconds = time.perf_counter() - start
+    return [results[c.id] for c in claims], info
+
+
+def _assemble(claim: Any, settings: RunSettings, payloads: dict[TaskKey, Any]) -> Any:
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(settings.threads)
+    try:
+        return assemble(claim, settings, {k: v for k, v in payloads.items()
+                                          if k.claim == claim.id})
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run_on_ray(todo: Sequence[TaskKey], settings: RunSettings, *, workers: int,
+                address: str | None, finished: Callable[[TaskKey, dict[str, Any]], None],
+                profile: bool) -> None:
+    ray = start_ray(workers=workers, address=address)
+    try:
+        remote = ray.remote(num_cpus=1, max_retries=MAX_RETRIES,
+                            retry_exceptions=False)(run_task_json)
+        limit = len(todo) if (address is not None and workers == 1) else workers
+        queue = list(todo)
+        pending: dict[Any, TaskKey] = {}
+        while queue or pending:
+            while queue and len(pending) < limit:
+                key = queue.pop(0)
+                pending[remote.remote(key.claim, key.seed, settings.to_json(), profile)] = key
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                key = pending.pop(ref)
+                finished(key, ray.get(ref))
+    finally:
+        ray.shutdown()
+
+
+def start_ray(*, workers: int, address: str | None) -> Any:
+    """Connect to the Ray cluster at ``address``, or start a local Ray with ``workers`` CPUs
+    (no dashboard, a small object store, the workers' logs kept out of the terminal).
+
+    A local Ray's workers run at the driver's priority: Ray starts them at nice 15 by default
+    (its ``RAY_worker_niceness``), and on a shared machine any other process then starves the
+    run (measured here: a 7 s task took 100 s beside one busy process). A cluster keeps the
+    niceness its raylets were started with.
+    """
+    try:
+        import ray
+    except ImportError:  # pragma: no cover - ray is a dependency
+        raise ExecutorError("Ray is not installed: pip install 'ray>=2.9'") from None
+    kwargs: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False,
+                              "configure_logging": True}
+    try:
+        if address is not None:
+            package = Path(__file__).resolve().parents[1]
+            ray.init(address=address, runtime_env={"py_modules": [str(package)]}, **kwargs)
+        else:
+            os.environ.setdefault("RAY_worker_niceness", "0")
+            ray.init(num_cpus=workers, include_dashboard=False,
+                     object_store_memory=OBJECT_STORE_BYTES, **kwargs)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        where = f"the Ray cluster at {address}" if address else "a local Ray"
+        raise ExecutorError(f"cannot start {where}: {' '.join(str(exc).split())[:300]}"
+                            ) from None
+    return ray

@@ -1,0 +1,100 @@
+"""Ray runs the same tasks as the inline executor: equal results seed by seed, and a killed
+worker's task is retried and recorded once (issue 19)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from transformer_math.claims.registry import get_claim
+from transformer_math.execution.executors import execute
+from transformer_math.execution.tasks import RunSettings
+
+pytestmark = pytest.mark.xdist_group("ray")  # one local Ray at a time on the test machine
+
+CLAIMS = ("computation.parity", "architecture.pre-vs-post-norm")  # two training claims
+SETTINGS = RunSettings(seed=0, seeds=2, size="tiny", threads=1)
+TMATH = [sys.executable, "-m", "transformer_math.cli"]
+
+
+def comparable(entry: dict) -> dict:
+    d = dict(entry)
+    d.pop("seconds")
+    d.pop("timing")
+    d["details"] = {k: v for k, v in d["details"].items() if k != "seconds"}  # wall clock
+    return d
+
+
+@pytest.fixture(scope="module")
+def inline() -> dict:
+    from transformer_math.report.results import to_jsonable
+
+    results, info = execute([get_claim(c) for c in CLAIMS], SETTINGS)
+    assert info.executor == "inline"
+    return {r.claim.id: comparable(to_jsonable(r.to_json())) for r in results}
+
+
+def test_two_ray_workers_equal_the_inline_run_seed_by_seed(inline):
+    from transformer_math.report.results import to_jsonable
+
+    results, info = execute([get_claim(c) for c in CLAIMS], SETTINGS, workers=2)
+    assert info.executor == "ray" and info.workers == 2 and info.tasks == 4
+    for r in results:
+        got = comparable(to_jsonable(r.to_json()))
+        assert got["per_seed"] == inline[r.claim.id]["per_seed"]
+        assert got["per_seed"]["seeds"] == [0, 1]
+        assert got == inline[r.claim.id]
+
+
+def _running_tasks() -> list[int]:
+    """PIDs of Ray workers executing a task now (Ray titles them ``ray::<function>``)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                title = (entry / "cmdline").read_bytes().split(b"\0")[0]
+            except OSError:
+                continue
+            if title.startswith(b"ray::run_task_json"):
+                pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds Ray's workers through /proc")
+def test_a_killed_worker_is_retried_and_every_result_recorded_once(inline, tmp_path):
+    log, out = tmp_path / "run.jsonl", tmp_path / "out.json"
+    pattern = "^(" + "|".join(CLAIMS) + ")$"
+    proc = subprocess.Popen(
+        [*TMATH, "verify", "--tier", "full", "-k", pattern, "--size", "tiny", "--seeds", "2",
+         "--workers", "2", "--log", str(log), "--json", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    killed = None
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and proc.poll() is None and killed is None:
+            running = _running_tasks()
+            if running:
+                time.sleep(0.5)  # well inside the task (each takes seconds)
+                if running[0] in _running_tasks():
+                    os.kill(running[0], signal.SIGKILL)
+                    killed = running[0]
+            time.sleep(0.05)
+        _, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert killed is not None, "no Ray worker was seen running a task"
+    assert proc.returncode == 0, err[-3000:]
+    doc = json.loads(out.read_text())
+    assert doc["executor"] == "ray" and doc["run"]["tasks"] == 4
+    keys = [(d["claim"], d["seed"]) for d in map(json.loads, log.read_text().splitlines()[1:])]
+    assert sorted(keys) == sorted((c, s) for c in CLAIMS for s in (0, 1))  # each once
+    for entry in doc["claims"]:
+        assert comparable(entry) == inline[entry["id"]]
