@@ -3,8 +3,10 @@ worker's task is retried and recorded once (issue 19)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -98,3 +100,63 @@ def test_a_killed_worker_is_retried_and_every_result_recorded_once(inline, tmp_p
     assert sorted(keys) == sorted((c, s) for c in CLAIMS for s in (0, 1))  # each once
     for entry in doc["claims"]:
         assert comparable(entry) == inline[entry["id"]]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_cluster_at_an_address_runs_the_tasks(inline, tmp_path):
+    """``--address``: a head node started with ``ray start --head`` (this machine standing in for
+    a cluster); the package travels to it as a runtime-env module."""
+    import tempfile
+
+    port = _free_port()
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_worker_niceness": "0"}
+    short = Path(tempfile.mkdtemp(prefix="tm-ray-"))  # Unix socket paths must stay short
+    ray_cli = str(Path(sys.executable).with_name("ray"))
+    head = subprocess.Popen(
+        [ray_cli, "start", "--head", "--block", "--num-cpus", "2", "--port", str(port),
+         "--include-dashboard", "false", "--disable-usage-stats",
+         "--temp-dir", str(short)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    out = tmp_path / "out.json"
+    try:
+        import socket
+
+        deadline = time.monotonic() + 120
+        while True:  # the head takes a few seconds to listen
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=2).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and head.poll() is None, (
+                    (short / "head.err").read_text()[-2000:])
+                time.sleep(0.5)
+        res = subprocess.run(
+            [*TMATH, "verify", "-k", "^architecture.pre-vs-post-norm$", "--size", "tiny",
+             "--seeds", "2", "--address", f"127.0.0.1:{port}", "--json", str(out)],
+            env=env, capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, res.stderr[-2000:]
+    finally:  # the head's processes share its process group (SIGTERM drains for a minute)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(head.pid, signal.SIGKILL)
+        head.wait(timeout=60)
+        shutil.rmtree(short, ignore_errors=True)
+    doc = json.loads(out.read_text())
+    assert doc["executor"] == "ray" and doc["run"]["address"] == f"127.0.0.1:{port}"
+    (entry,) = doc["claims"]
+    assert comparable(entry) == inline[entry["id"]]
+
+
+def test_an_unreachable_cluster_is_a_one_line_error(tmp_path):
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    res = subprocess.run([*TMATH, "verify", "-k", "^attention.sqrt-dk-variance$", "--address",
+                          f"127.0.0.1:{_free_port()}"], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 2 and "nothing answers at" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr

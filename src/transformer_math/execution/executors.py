@@ -179,6 +179,8 @@ def start_ray(*, workers: int, address: str | None) -> Any:
         raise ExecutorError("Ray is not installed: pip install 'ray>=2.9'") from None
     kwargs: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False,
                               "configure_logging": True}
+    if address is not None and address != "auto":
+        _reachable(address)
     try:
         if address is not None:
             package = Path(__file__).resolve().parents[1]
@@ -192,3 +194,16 @@ def start_ray(*, workers: int, address: str | None) -> Any:
         raise ExecutorError(f"cannot start {where}: {' '.join(str(exc).split())[:300]}"
                             ) from None
     return ray
+
+
+def _reachable(address: str, timeout: float = 10.0) -> None:
+    """Fail fast when nothing listens at ``HOST:PORT`` (``ray.init`` would retry for minutes)."""
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            pass
+    except (OSError, ValueError) as exc:
+        raise ExecutorError(f"cannot start the Ray cluster at {address}: nothing answers at "
+                            f"{host}:{port} ({exc.strerror or exc})") from None
