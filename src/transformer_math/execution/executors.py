@@ -145,17 +145,29 @@ def _assemble(claim: Any, settings: RunSettings, payloads: dict[TaskKey, Any]) -
 def _run_on_ray(todo: Sequence[TaskKey], settings: RunSettings, *, workers: int,
                 address: str | None, finished: Callable[[TaskKey, dict[str, Any]], None],
                 profile: bool) -> None:
+    map_on_ray(run_task_json,
+               [(key, (key.claim, key.seed, settings.to_json(), profile)) for key in todo],
+               workers=workers, address=address, finished=finished)
+
+
+def map_on_ray(fn: Callable[..., Any], jobs: Sequence[tuple[Any, tuple[Any, ...]]], *,
+               workers: int, address: str | None,
+               finished: Callable[[Any, Any], None]) -> None:
+    """``fn(*args)`` for every ``(key, args)`` of ``jobs`` as a Ray task (a module-level
+    ``fn``, one CPU each, rerun up to :data:`MAX_RETRIES` times when its worker dies, never on
+    an exception), at most ``workers`` in flight (every job at once with an ``address`` and one
+    worker: the cluster schedules them), in the order given; ``finished(key, value)`` as each
+    completes. Raises :class:`ExecutorError` when Ray cannot start."""
     ray = start_ray(workers=workers, address=address)
     try:
-        remote = ray.remote(num_cpus=1, max_retries=MAX_RETRIES,
-                            retry_exceptions=False)(run_task_json)
-        limit = len(todo) if (address is not None and workers == 1) else workers
-        queue = list(todo)
-        pending: dict[Any, TaskKey] = {}
+        remote = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False)(fn)
+        limit = len(jobs) if (address is not None and workers == 1) else workers
+        queue = list(jobs)
+        pending: dict[Any, Any] = {}
         while queue or pending:
             while queue and len(pending) < limit:
-                key = queue.pop(0)
-                pending[remote.remote(key.claim, key.seed, settings.to_json(), profile)] = key
+                key, args = queue.pop(0)
+                pending[remote.remote(*args)] = key
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
                 key = pending.pop(ref)

@@ -319,28 +319,14 @@ def _run_inline(plan: SweepPlan, tasks: Sequence[tuple[int, int]], threads: int,
 def _run_ray(plan: SweepPlan, tasks: Sequence[tuple[int, int]], *, workers: int,
              address: str | None, threads: int,
              finished: Callable[[tuple[int, int], Mapping[str, Any]], None]) -> None:
-    """Ray tasks, at most ``workers`` in flight (all of them with an address and one worker);
-    raises ``executors.ExecutorError`` when Ray cannot start or the cluster is unreachable."""
-    from transformer_math.execution.executors import start_ray
+    """Ray tasks (``executors.map_on_ray``), at most ``workers`` in flight (all of them with an
+    address and one worker); raises ``executors.ExecutorError`` when Ray cannot start or the
+    cluster is unreachable."""
+    from transformer_math.execution.executors import map_on_ray
 
-    ray = start_ray(workers=workers, address=address)
-    try:
-        remote = ray.remote(num_cpus=1, max_retries=MAX_RETRIES,
-                            retry_exceptions=False)(run_task)
-        limit = len(tasks) if (address is not None and workers == 1) else workers
-        queue = list(tasks)
-        pending: dict[Any, tuple[int, int]] = {}
-        while queue or pending:
-            while queue and len(pending) < limit:
-                point, seed = queue.pop(0)
-                ref = remote.remote(plan.experiment, plan.size, seed, plan.points[point],
-                                    threads)
-                pending[ref] = (point, seed)
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            for ref in ready:
-                finished(pending.pop(ref), ray.get(ref))
-    finally:
-        ray.shutdown()
+    jobs = [((point, seed), (plan.experiment, plan.size, seed, plan.points[point], threads))
+            for point, seed in tasks]
+    map_on_ray(run_task, jobs, workers=workers, address=address, finished=finished)
 
 
 # ------------------------------------------------------------------------------ outputs
