@@ -21,7 +21,7 @@ def _diff(a, b, path: str = "") -> list[str]:
     if isinstance(a, dict) and isinstance(b, dict):
         out = []
         for k in sorted(set(a) | set(b)):
-            if k == "seconds" and not path:
+            if k in ("seconds", "timing") and not path:  # wall-clock seconds, by construction
                 continue
             if k not in a or k not in b:
                 out.append(f"{path}.{k}: present in one run only")
@@ -55,5 +55,6 @@ def test_the_comparison_sees_a_difference():
     a = {"id": "x", "seconds": 1.0, "measured": [1.0, {"k": 2.0}], "notes": ["n"]}
     b = {"id": "x", "seconds": 9.0, "measured": [1.0, {"k": 2.0000001}], "notes": ["n"]}
     assert _diff(a, a | {"seconds": 3.0}) == []
+    assert _diff(a | {"timing": {"check_s": 1.0}}, a | {"timing": {"check_s": 2.0}}) == []
     assert _diff(a, b) == [".measured[1].k: 2.0 != 2.0000001"]
     assert _diff(a, a | {"notes": ["m"]}) == [".notes[0]: 'n' != 'm'"]
