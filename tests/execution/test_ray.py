@@ -55,17 +55,21 @@ def test_two_ray_workers_equal_the_inline_run_seed_by_seed(inline):
         assert got == inline[r.claim.id]
 
 
-def _running_tasks() -> list[int]:
-    """PIDs of Ray workers executing a task now (Ray titles them ``ray::<function>``)."""
+def _running_tasks(marker: bytes) -> list[int]:
+    """PIDs of Ray workers executing a task now (Ray titles them ``ray::<function>``) that
+    belong to this test's run: their environment, inherited from its driver, holds ``marker``
+    (another Ray run on the machine must not lose a worker to this test)."""
     pids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 title = (entry / "cmdline").read_bytes().split(b"\0")[0]
+                if not title.startswith(b"ray::run_task_json"):
+                    continue
+                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                    pids.append(int(entry.name))
             except OSError:
                 continue
-            if title.startswith(b"ray::run_task_json"):
-                pids.append(int(entry.name))
     return pids
 
 
@@ -73,18 +77,21 @@ def _running_tasks() -> list[int]:
 def test_a_killed_worker_is_retried_and_every_result_recorded_once(inline, tmp_path):
     log, out = tmp_path / "run.jsonl", tmp_path / "out.json"
     pattern = "^(" + "|".join(CLAIMS) + ")$"
+    tag = f"TMATH_WORKER_KILL_TEST={os.getpid()}-{time.time_ns()}"
+    marker = tag.encode()
     proc = subprocess.Popen(
         [*TMATH, "verify", "--tier", "full", "-k", pattern, "--size", "tiny", "--seeds", "2",
          "--workers", "2", "--log", str(log), "--json", str(out)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={**os.environ, tag.split("=")[0]: tag.split("=")[1]})
     killed = None
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and proc.poll() is None and killed is None:
-            running = _running_tasks()
+            running = _running_tasks(marker)
             if running:
                 time.sleep(0.5)  # well inside the task (each takes seconds)
-                if running[0] in _running_tasks():
+                if running[0] in _running_tasks(marker):
                     os.kill(running[0], signal.SIGKILL)
                     killed = running[0]
             time.sleep(0.05)
