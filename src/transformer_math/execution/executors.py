@@ -92,7 +92,9 @@ def execute(
     if log is not None:
         payloads.update({k: log.entries[k] for k in keys if k in log.entries})
     info.resumed = len(payloads)
-    todo = [k for k in schedule(keys, claims) if k not in payloads]
+    # Inline, the claims' own order (as before tasks existed); on Ray, the long tasks first.
+    order = keys if executor == "inline" else schedule(keys, claims)
+    todo = [k for k in order if k not in payloads]
     info.tasks = len(todo)
     versions = {c.id: c.version for c in claims}
     by_claim = {c.id: c for c in claims}
@@ -145,22 +147,27 @@ def _assemble(claim: Any, settings: RunSettings, payloads: dict[TaskKey, Any]) -
 def _run_on_ray(todo: Sequence[TaskKey], settings: RunSettings, *, workers: int,
                 address: str | None, finished: Callable[[TaskKey, dict[str, Any]], None],
                 profile: bool) -> None:
+    # One task per worker process (max_calls=1): in the first full-tier run, three quick
+    # claims run late in long-lived workers (after training tasks) did not reach their
+    # falsifiers' bug sites, and fresh workers did; some state carried over between tasks.
     map_on_ray(run_task_json,
                [(key, (key.claim, key.seed, settings.to_json(), profile)) for key in todo],
-               workers=workers, address=address, finished=finished)
+               workers=workers, address=address, finished=finished, max_calls=1)
 
 
 def map_on_ray(fn: Callable[..., Any], jobs: Sequence[tuple[Any, tuple[Any, ...]]], *,
                workers: int, address: str | None,
-               finished: Callable[[Any, Any], None]) -> None:
+               finished: Callable[[Any, Any], None], max_calls: int = 0) -> None:
     """``fn(*args)`` for every ``(key, args)`` of ``jobs`` as a Ray task (a module-level
     ``fn``, one CPU each, rerun up to :data:`MAX_RETRIES` times when its worker dies, never on
     an exception), at most ``workers`` in flight (every job at once with an ``address`` and one
     worker: the cluster schedules them), in the order given; ``finished(key, value)`` as each
-    completes. Raises :class:`ExecutorError` when Ray cannot start."""
+    completes; ``max_calls`` > 0: a worker process exits after that many tasks (0: never).
+    Raises :class:`ExecutorError` when Ray cannot start."""
     ray = start_ray(workers=workers, address=address)
     try:
-        remote = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False)(fn)
+        remote = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False,
+                            max_calls=max_calls)(fn)
         limit = len(jobs) if (address is not None and workers == 1) else workers
         queue = list(jobs)
         pending: dict[Any, Any] = {}
