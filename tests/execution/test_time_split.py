@@ -35,6 +35,25 @@ def test_split_of_a_small_training_loop():
     assert again.seconds["train_forward_s"] == 0.0
 
 
+def test_profiling_leaves_the_library_on_its_own_path():
+    """No global module hook (the attention's hooked path would run instead), and a falsifier
+    whose bug sits in the reference backend is still caught under --profile."""
+    from transformer_math.claims.registry import get_claim
+    from transformer_math.execution.executors import execute
+    from transformer_math.execution.tasks import RunSettings
+    from transformer_math.nn.hooks import hooks_live
+
+    call = torch.nn.Module.__call__
+    with TimeSplit():
+        assert not hooks_live()
+    assert torch.nn.Module.__call__ is call
+    claims = [get_claim("attention.asymmetry"), get_claim("attention.causal-mask")]
+    results, _ = execute(claims, RunSettings(size="tiny", seeds=1), profile=True)
+    for r in results:
+        assert r.falsifier_caught, r.claim.id
+        assert r.timing["split"]["claim"]["eval_forward_s"] > 0
+
+
 def test_blocks_do_not_nest():
     with TimeSplit(), pytest.raises(RuntimeError, match="nest"), TimeSplit():
         pass

@@ -147,12 +147,9 @@ def _assemble(claim: Any, settings: RunSettings, payloads: dict[TaskKey, Any]) -
 def _run_on_ray(todo: Sequence[TaskKey], settings: RunSettings, *, workers: int,
                 address: str | None, finished: Callable[[TaskKey, dict[str, Any]], None],
                 profile: bool) -> None:
-    # One task per worker process (max_calls=1): in the first full-tier run, three quick
-    # claims run late in long-lived workers (after training tasks) did not reach their
-    # falsifiers' bug sites, and fresh workers did; some state carried over between tasks.
     map_on_ray(run_task_json,
                [(key, (key.claim, key.seed, settings.to_json(), profile)) for key in todo],
-               workers=workers, address=address, finished=finished, max_calls=1)
+               workers=workers, address=address, finished=finished)
 
 
 def map_on_ray(fn: Callable[..., Any], jobs: Sequence[tuple[Any, tuple[Any, ...]]], *,
