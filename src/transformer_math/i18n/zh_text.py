@@ -1602,6 +1602,16 @@ _NOTES.update({
     "Raventos et al.'s M* = 2^11..2^14 needs ~500k steps; short training moves M* down": (
         "Raventos et al. 的 M* = 2^11..2^14 需要约 500k 步；训练较短会使 M* 下移"
     ),
+    "version 3 (issue 19): the default grid is M in {2, 8, 32, 1024} (was 2, 4, 8, 16, 32, 64, "
+    "256, 1024). The decision reads only the smallest and the largest M, and every M trains from "
+    "its own generator on the same evaluation prompts, so the decided numbers are those of "
+    "version 2; the curve and M* have four points instead of eight (half the training). "
+    "'tmath sweep task_diversity --grid num_tasks=...' draws a finer grid.": (
+        "版本 3（issue 19）：默认网格为 M ∈ {2, 8, 32, 1024}（原为 2, 4, 8, 16, 32, 64, 256, 1024）。"
+        "判定只读取最小和最大的 M，且每个 M 都由自己的生成器训练、在相同的评估提示上评估，所以判定用的"
+        "数值与版本 2 相同；曲线和 M* 只有四个点而不是八个（训练量减半）。"
+        "'tmath sweep task_diversity --grid num_tasks=...' 可画更细的网格。"
+    ),
     "000:301 and 000:406 (too many heads degrade) agree with the one-relation row: the error grows "
     "as the head size d/H shrinks. What the seed gets wrong (000:311, 000:1393) is the ranking: at "
     "fixed d many small heads do not dominate one big head.": (

@@ -106,6 +106,15 @@ NOTE_NARROWED = (
 )
 
 
+NOTE_GRID = (
+    "version 3 (issue 19): the default grid is M in {2, 8, 32, 1024} (was 2, 4, 8, 16, 32, 64, "
+    "256, 1024). The decision reads only the smallest and the largest M, and every M trains from "
+    "its own generator on the same evaluation prompts, so the decided numbers are those of "
+    "version 2; the curve and M* have four points instead of eight (half the training). "
+    "'tmath sweep task_diversity --grid num_tasks=...' draws a finer grid."
+)
+
+
 @claim(
     "icl.task-diversity-transition",
     source=f"{SOURCE} (第三个视角: 相变); Raventos et al. 2023",
@@ -118,7 +127,7 @@ NOTE_NARROWED = (
     tier=Tier.FULL,
     falsifier="data.regression-label-before-input",
     expected="verified",
-    version=2,
+    version=3,
     seed_refs=[("000", 993, 1003)],
     corrections=[
         Correction(
@@ -180,6 +189,7 @@ def check_task_diversity(ctx: Context) -> Evidence:
             "falsifier = planted bug data.regression-label-before-input (the prompt puts y_i "
             "before x_i: the read-out sees its own target); it was the untrained model",
             "Raventos et al.'s M* = 2^11..2^14 needs ~500k steps; short training moves M* down",
+            NOTE_GRID,
         ],
         figures=[diversity_figure(r.num_tasks, r.distance_to_dmmse, r.distance_to_ridge,
                                   log2_m_star)],
