@@ -130,3 +130,37 @@ def test_window_mask_sign_bug() -> None:
     assert bool(bad[5, 0])  # key 0 visible to query 5 although it is 5 > 2 back
     past = torch.tril(torch.ones(6, 6, dtype=torch.bool))
     assert bool(bad[past].all())  # the whole causal past is visible
+
+
+def test_window_bug_run_reuses_the_trained_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The falsifier's bug (window mask) lies in the evaluation: a run with it planted trains
+    nothing, changes only the window variant, and leaves the memoised models untouched."""
+    from transformer_math import bugs
+    from transformer_math.experiments import memo, rope_extrapolation
+
+    cfg = dataclasses.replace(RopeExtrapolationConfig.tiny(0), steps=30, alibi_steps=10,
+                              learned_steps=10, eval_sequences=8)
+    trained: list[str] = []
+    real = rope_extrapolation.train_model
+
+    def counting(config, scheme, steps, progress=None):  # type: ignore[no-untyped-def]
+        trained.append(scheme)
+        return real(config, scheme, steps, progress)
+
+    monkeypatch.setattr(rope_extrapolation, "train_model", counting)
+    memo.clear()
+    try:
+        clean = rope_extrapolation.run(cfg)
+        assert trained == list(cfg.schemes)
+        with bugs.plant(rope_extrapolation.WINDOW_MASK_SIGN):
+            broken = rope_extrapolation.run(cfg)
+        assert trained == list(cfg.schemes)  # nothing retrained
+        again = rope_extrapolation.run(cfg)
+        for a, b, c in zip(clean.curves, broken.curves, again.curves, strict=True):
+            assert a.loss == c.loss  # the memoised models were not modified
+            if a.variant == "window":
+                assert a.loss != b.loss
+            else:
+                assert a.loss == b.loss
+    finally:
+        memo.clear()

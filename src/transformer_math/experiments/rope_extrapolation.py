@@ -28,6 +28,7 @@ seeded from the config (the global RNG is never used), data come from explicit g
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Callable
@@ -39,6 +40,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from transformer_math.bugs import declare_bug, planted
+from transformer_math.experiments.memo import memoized
 from transformer_math.functional.rope_scaling import compute_rope_frequencies, default_inv_freq
 from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.position import RotaryEmbedding
@@ -364,6 +366,20 @@ def evaluate_by_position(model: Transformer, tokens: Tensor, mask: Tensor, bin_w
     return starts, losses, accs
 
 
+def _trained(key: tuple[RopeExtrapolationConfig, str],
+             progress: Callable[[float], None] | None = None) -> tuple[Transformer, float]:
+    """``train_model`` for one (config, scheme), memoised on its own (``experiments.memo``).
+
+    Training never passes the window mask's site (the window is an evaluation variant), so a
+    run with ``position.window-mask-sign`` planted reuses the clean run's trained models and
+    only re-evaluates: the falsifier of position.extrapolation-experiment trains nothing.
+    """
+    config, scheme = key
+    steps = {"rope": config.steps, "alibi": config.alibi_steps,
+             "learned": config.learned_steps}[scheme]
+    return train_model(config, scheme, steps, progress)
+
+
 def run(config: RopeExtrapolationConfig,
         progress: Callable[[float], None] | None = None) -> RopeExtrapolationResult:
     """Train one model per scheme at ``train_len`` and evaluate every variant up to ``eval_len``."""
@@ -385,7 +401,8 @@ def run(config: RopeExtrapolationConfig,
             if progress is not None:
                 progress((offset + frac * steps) / total)
 
-        model, train_loss[scheme] = train_model(config, scheme, steps, report)
+        trained, train_loss[scheme] = memoized(_trained, (config, scheme), report)
+        model = copy.deepcopy(trained)  # the evaluation swaps rotary tables: keep the memo's
         done += steps
         variants = config.rope_variants if scheme == "rope" else ("none",)
         for variant in variants:

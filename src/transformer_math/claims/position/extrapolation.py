@@ -28,7 +28,9 @@ from transformer_math.experiments.rope_extrapolation import run as run_extrapola
 
 def _experiment(ctx: Context) -> RopeExtrapolationResult:
     """The run of this context's size and seed (memoised: keyed on the config and on the
-    planted bugs, so the falsifier never reuses the clean run)."""
+    planted bugs the run passes). The falsifier's window-mask bug lies in the evaluation only, so
+    its run re-evaluates the clean run's trained models (each memoised on its own in
+    ``experiments.rope_extrapolation``) and trains nothing."""
     preset: Callable[[int], RopeExtrapolationConfig] = ctx.preset(RopeExtrapolationConfig)
     return memoized(run_extrapolation, preset(ctx.seed), progress=ctx.progress)
 
