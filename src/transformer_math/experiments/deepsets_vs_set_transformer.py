@@ -45,6 +45,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from transformer_math.experiments.memo import memoized
 from transformer_math.nn.attention import count_parameters
 from transformer_math.nn.init import seeded
 from transformer_math.nn.sets import DeepSets, SetTransformer
@@ -179,7 +180,10 @@ def _train(
     return curve[-1][1], curve
 
 
-EVAL_CHUNK = 1024  # held-out sets per forward pass (bounded memory whatever eval_sets is)
+EVAL_CHUNK = 256
+"""Held-out sets per forward pass: bounded memory whatever ``eval_sets`` is. A model that mixes
+sets (the planted ``sets.sab-attends-over-batch``) attends over the chunk, at a cost quadratic in
+it: 1024 made its evaluations 25x slower than the correct model's (issue 19, --profile)."""
 
 
 @torch.no_grad()
@@ -201,6 +205,34 @@ def _build(name: str, cfg: DeepSetsVsSetTransformerConfig, num_sab: int) -> nn.M
                   cfg.seed + 7)
 
 
+def _data(config: DeepSetsVsSetTransformerConfig) -> tuple[float, Tensor, Tensor]:
+    """(radius, held-out sets, labels): a function of the config alone (its own generator)."""
+    gen = torch.Generator().manual_seed(config.seed)
+    calibration = uniform_sets(config.calibration_sets, config.set_size, gen, config.point_dim)
+    radius = balanced_radius(min_pairwise_distance(calibration), config.band)
+    test_x, test_y = sample_sets(
+        config.eval_sets, config.set_size, radius, config.band, gen, config.point_dim
+    )
+    return radius, test_x, test_y
+
+
+MODELS = ("deepsets", "set_transformer")
+
+
+def _trained(key: tuple[DeepSetsVsSetTransformerConfig, str],
+             tick: Callable[[], None] | None = None
+             ) -> tuple[float, list[tuple[int, float]], int]:
+    """(final held-out accuracy, curve, parameter count) of one model, memoised on its own
+    (``experiments.memo``): Deep Sets never passes the Set Transformer's attention, so a run
+    with ``sets.sab-attends-over-batch`` planted retrains only the Set Transformer."""
+    config, name = key
+    radius, test_x, test_y = _data(config)
+    num_sab = config.set_transformer_num_sab if name == "set_transformer" else 0
+    model = _build(name, config, num_sab)
+    accuracy, curve = _train(model, config, radius, test_x, test_y, tick or (lambda: None))
+    return accuracy, curve, count_parameters(model)
+
+
 def run(
     config: DeepSetsVsSetTransformerConfig,
     progress: Callable[[float], None] | None = None,
@@ -209,17 +241,8 @@ def run(
     if config.set_size < 2:
         raise ValueError(f"set_size must be >= 2, got {config.set_size}")
     start = time.perf_counter()
-    gen = torch.Generator().manual_seed(config.seed)
-    calibration = uniform_sets(config.calibration_sets, config.set_size, gen, config.point_dim)
-    radius = balanced_radius(min_pairwise_distance(calibration), config.band)
-    test_x, test_y = sample_sets(
-        config.eval_sets, config.set_size, radius, config.band, gen, config.point_dim
-    )
-    models = {
-        "deepsets": _build("deepsets", config, 0),
-        "set_transformer": _build("set_transformer", config, config.set_transformer_num_sab),
-    }
-    total = config.train_steps * len(models)
+    radius, _, test_y = _data(config)
+    total = config.train_steps * len(MODELS)
     done = 0
 
     def tick() -> None:
@@ -228,14 +251,14 @@ def run(
         if progress is not None and done % 25 == 0:
             progress(done / total)
 
-    accuracy, curves = {}, {}
-    for name, model in models.items():
-        accuracy[name], curves[name] = _train(model, config, radius, test_x, test_y, tick)
+    accuracy, curves, parameters = {}, {}, {}
+    for name in MODELS:
+        accuracy[name], curves[name], parameters[name] = memoized(_trained, (config, name), tick)
     return DeepSetsVsSetTransformerResult(
         config=config,
         radius=radius,
         accuracy=accuracy,
-        parameters={name: count_parameters(m) for name, m in models.items()},
+        parameters=parameters,
         curves=curves,
         seconds=time.perf_counter() - start,
         positive_fraction=float(test_y.mean()),
