@@ -139,6 +139,9 @@ class Margin:
     value: float
     threshold: float
     sense: str = ">="
+    #: > 0: the value is the worst case over this many seeds' values (``PerSeed.at_least`` /
+    #: ``at_most``), so the condition failing on some of the seeds fails on all of them
+    worst_of_seeds: int = 0
 
     def __post_init__(self) -> None:
         if self.sense not in SENSES:
@@ -762,17 +765,49 @@ def run_claim(c: Claim, ctx: Context, *, falsifier: bool = True,
     start = time.perf_counter()
     timing: dict[str, Any] = {}
 
-    def phase(name: str) -> tuple[Evidence, str | None]:
-        hook = seed_hook_for(name) if seed_hook_for is not None else None
-        pctx = ctx if hook is None else dataclasses.replace(ctx, seed_hook=hook)
+    def phase(name: str, hook: Any = None, base: Context = ctx, counted: float = 0.0
+              ) -> tuple[Evidence, str | None]:
+        if hook is None and seed_hook_for is not None:
+            hook = seed_hook_for(name)
+        pctx = base if hook is None else dataclasses.replace(base, seed_hook=hook)
         t0 = time.perf_counter()
         out = run_check(c.check, pctx) if name == "check" else run_falsifier(c, pctx)
         seconds = time.perf_counter() - t0
         if hook is not None and hook.used:
-            seconds += sum(run.seconds for run, cached in hook.used if cached)
+            seconds += sum(run.seconds for run, cached in hook.used if cached) - counted
             timing[f"{name}_seed_s"] = [round(run.seconds, 3) for run, _ in hook.used]
-        timing[f"{name}_s"] = round(seconds, 3)
+        timing[f"{name}_s"] = round(timing.get(f"{name}_s", 0.0) + seconds, 3)
         return out
+
+    def falsifier_phase() -> tuple[Evidence, str | None]:
+        """The falsifier, on the first seed alone when that already decides it.
+
+        Every pass condition of a check must hold for the verdict to be other than ``failed``
+        (:func:`decide`), and a margin marked ``worst_of_seeds`` is the worst of the seeds'
+        values. If such a margin fails with the bug planted on the first seed, it fails on any
+        set of seeds holding that one: the check over all ``ctx.seeds`` seeds is ``failed``
+        too, and the other seeds' bugged runs need not be trained (issue 19). Otherwise the
+        falsifier runs on every seed, the first one reused.
+        """
+        if not (c.seeded and ctx.seeds > 1):
+            return phase("falsifier")
+        from transformer_math.claims.seeds import SeedHook
+
+        captured: dict[int, Any] = {}
+        lead = (seed_hook_for("falsifier") if seed_hook_for is not None
+                else SeedHook(on_seed=lambda run: captured.__setitem__(run.seed, run)))
+        f_ev, f_err = phase("falsifier", lead, dataclasses.replace(ctx, seeds=1))
+        deciding = [m.name for m in f_ev.margins if m.worst_of_seeds and not m.holds]
+        if f_err is None and f_ev.verdict is Verdict.FAILED and deciding:
+            f_ev.notes.append(
+                f"falsifier decided on seed {ctx.seed} alone: {deciding[0]!r} fails there and is "
+                f"the worst case over seeds, so the check over all {ctx.seeds} seeds fails "
+                "too; the other seeds' runs with the bug were not computed")
+            return f_ev, f_err
+        if seed_hook_for is not None:
+            return phase("falsifier")
+        return phase("falsifier", SeedHook(cached=captured),
+                     counted=sum(run.seconds for run in captured.values()))
 
     with bugs.recording() as reached:
         evidence, error = phase("check")
@@ -782,7 +817,7 @@ def run_claim(c: Claim, ctx: Context, *, falsifier: bool = True,
         evidence.notes.append(f"expected verdict {c.claim_expected()!r}, obtained "
                               f"{evidence.verdict.value!r}")
     if falsifier and c.falsifier is not None:
-        f_evidence, f_error = phase("falsifier")
+        f_evidence, f_error = falsifier_phase()
         result.falsifier_evidence = f_evidence
         # Caught means the check itself detected the wrong variant, not that it crashed.
         result.falsifier_caught = f_evidence.verdict is Verdict.FAILED and f_error is None

@@ -18,6 +18,7 @@ crash-safe results log).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 import time
@@ -60,13 +61,15 @@ class PerSeed:
 
     def at_least(self, name: str, threshold: float, label: str | None = None) -> Margin:
         """Every seed's ``name`` is at least ``threshold`` (the margin's value: the minimum)."""
-        return at_least(f"{label or name} (worst of {len(self.seeds)} seeds)", self.lo(name),
-                        threshold)
+        return dataclasses.replace(
+            at_least(f"{label or name} (worst of {len(self.seeds)} seeds)", self.lo(name),
+                     threshold), worst_of_seeds=len(self.seeds))
 
     def at_most(self, name: str, threshold: float, label: str | None = None) -> Margin:
         """Every seed's ``name`` is at most ``threshold`` (the margin's value: the maximum)."""
-        return at_most(f"{label or name} (worst of {len(self.seeds)} seeds)", self.hi(name),
-                       threshold)
+        return dataclasses.replace(
+            at_most(f"{label or name} (worst of {len(self.seeds)} seeds)", self.hi(name),
+                    threshold), worst_of_seeds=len(self.seeds))
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -2,11 +2,14 @@
 
 A claim whose check sweeps seeds (``Claim.seeded``: it calls ``claims.seeds.over_seeds``) is
 cut into one task per seed: the task runs the check with ``SeedHook(only=s)``, which computes
-seed ``s`` alone and stops the check (``SeedCollected``), then the same with the falsifier's bug
-planted. Both phases of a seed run in one task, in one process, so the experiment memo
-(``experiments/memo.py``) lets a falsifier whose bug lies after training reuse the clean run's
-training exactly as the single-process run does. Any other claim is one task (``seed`` None)
-that runs the whole claim.
+seed ``s`` alone and stops the check (``SeedCollected``); the first seed's task then runs the
+same with the falsifier's bug planted. Both phases of that seed run in one task, in one process,
+so the experiment memo (``experiments/memo.py``) lets a falsifier whose bug lies after training
+reuse the clean run's training exactly as the single-process run does. The falsifier usually
+needs no other seed: ``registry.run_claim`` decides it on the first seed alone when a
+worst-of-seeds margin fails there (it then fails on every seed set), and computes the other
+seeds' falsifier runs at the assembly when it does not. Any other claim is one task (``seed``
+None) that runs the whole claim.
 
 :func:`assemble` then runs the check (and the falsifier) once more with every seed handed over
 (``SeedHook(cached=...)``): the sweep trains nothing and the verdict is decided on the seeds'
@@ -103,7 +106,9 @@ def run_task(key: TaskKey, settings: RunSettings, *, profile: bool = False) -> d
             raise ValueError(f"claim {c.id!r} does not sweep seeds; run it as one task")
         with _profiled(profile, split, "check"):
             phases = {"check": _one_seed(c, key.seed, settings, None)}
-        if c.falsifier is not None:
+        if c.falsifier is not None and key.seed == settings.seed:
+            # the falsifier's first seed; run_claim decides on it alone when it can and
+            # computes the other seeds at the assembly otherwise (registry.run_claim)
             with _profiled(profile, split, "falsifier"):
                 phases["falsifier"] = _one_seed(c, key.seed, settings, c.falsifier.bug)
         payload = {"kind": "seed", "phases": phases}
