@@ -42,6 +42,34 @@ def test_generation_reads_only_the_models_own_tokens():
         ps.generate_and_score(model, mixed)
 
 
+@pytest.mark.parametrize("arm", ["none", "running_parity"])
+def test_cached_decoding_equals_recomputing_the_prefix(arm):
+    """generate_and_score feeds each token once through a KV cache; greedy decoding by
+    recomputing the whole prefix at every step gives the same accuracy (a model with a few
+    training steps, so its predictions are not constant)."""
+    from transformer_math.data.parity import PAR0
+    from transformer_math.nn.generation import choose_next_token
+
+    cfg = ps.ParityScratchpadConfig.tiny(seed=1)
+    model = build_transformer(ps.model_config(cfg, arm), 1)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    gen = torch.Generator().manual_seed(2)
+    for _ in range(30):
+        loss = ps._next_token_loss(model, ps._training_batch(cfg, arm, gen))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    seqs = parity_sequences(list(random_bits(64, 9, torch.Generator().manual_seed(3))), arm)
+    tokens = seqs.tokens.clone()
+    with torch.no_grad():
+        for t in torch.nonzero(seqs.generated[0]).flatten().tolist():
+            tokens[:, t] = choose_next_token(model(tokens[:, :t])[:, -1])[:, 0]
+    answer = tokens[torch.arange(tokens.shape[0]), seqs.answer_index]
+    expected = float((answer == PAR0 + seqs.answer).double().mean())
+    assert ps.generate_and_score(model, seqs) == expected
+
+
 def test_paired_evaluation_strings_are_antithetic():
     cfg = ps.ParityScratchpadConfig.tiny(seed=0)
     assert cfg.paired_eval

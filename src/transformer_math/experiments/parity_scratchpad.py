@@ -171,14 +171,21 @@ def _next_token_loss(model: Transformer, seqs: ParitySequences) -> torch.Tensor:
 def generate_and_score(model: Transformer, seqs: ParitySequences) -> float:
     """Greedy autoregressive decoding of every generated token; accuracy of the final answer.
 
-    All rows must have the same length (one test length at a time).
+    All rows must have the same length (one test length at a time). The model keeps a KV cache
+    (``Transformer.new_caches``): before predicting position t it is fed the tokens it has not
+    seen yet, ``tokens[:, done:t]`` (given bits and its own earlier predictions), so each token
+    passes the model once instead of once per later step (issue 19: 6-8x faster on the
+    scratchpad arm at 4L; the decoded tokens were identical to recomputing the whole prefix at
+    every step, on both arms at every default test length).
     """
     tokens = seqs.tokens.clone()
     if not bool((seqs.generated == seqs.generated[:1]).all()):
         raise ValueError("generate_and_score needs rows of one length and layout")
+    caches, done = model.new_caches(), 0
     for t in torch.nonzero(seqs.generated[0]).flatten().tolist():
-        logits = model(tokens[:, :t])[:, -1]  # prediction for position t
+        logits = model(tokens[:, done:t], caches=caches)[:, -1]  # prediction for position t
         tokens[:, t] = choose_next_token(logits)[:, 0]  # greedy: argmax
+        done = t
     answer = tokens[torch.arange(tokens.shape[0]), seqs.answer_index]
     return float((answer == PAR0 + seqs.answer).double().mean())
 
