@@ -78,9 +78,15 @@ def plan(claims: Sequence[Any], settings: RunSettings) -> list[TaskKey]:
 
 def schedule(keys: Sequence[TaskKey], claims: Sequence[Any]) -> list[TaskKey]:
     """The order tasks are handed to workers: the training claims' seeds first (full tier, the
-    long ones), the short tasks after them to fill the workers' last gaps."""
+    long ones), each claim's first seed (which also runs the falsifier) before its other seeds,
+    the short tasks after them to fill the workers' last gaps (longest first, roughly)."""
     tier = {c.id: c.tier.value for c in claims}
-    return sorted(keys, key=lambda k: (tier.get(k.claim) != "full", k.seed is None))
+    first: dict[str, int] = {}
+    for k in keys:
+        if k.seed is not None:
+            first[k.claim] = min(k.seed, first.get(k.claim, k.seed))
+    return sorted(keys, key=lambda k: (tier.get(k.claim) != "full", k.seed is None,
+                                       k.seed != first.get(k.claim)))
 
 
 def run_task(key: TaskKey, settings: RunSettings, *, profile: bool = False) -> dict[str, Any]:
