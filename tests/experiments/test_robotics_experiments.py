@@ -28,6 +28,27 @@ def test_high_frequency_fraction():
     assert hf(slow, 0.05, 2.0) < 0.01 and hf(fast, 0.05, 2.0) > 0.99
 
 
+def test_reference_table_matches_the_environment():
+    # issue 19: the rollout gathers p_ref from a table instead of re-evaluating the reference;
+    # the observation and the tracking target must be exactly the environment's
+    from transformer_math.robotics.envs.point_mass import (
+        PointMassConfig,
+        observe,
+        reference,
+        sample_paths,
+    )
+
+    rng = np.random.default_rng(0)
+    for stride in (1, 2, 3):
+        task = PointMassConfig(horizon=50, waypoint_stride=stride)
+        params = sample_paths(rng, 7)
+        table = robotics_compounding.ReferenceTable(task, params)
+        for t in range(task.horizon + 1):
+            p, v = rng.normal(size=(7, 2)), rng.normal(size=(7, 2))
+            np.testing.assert_array_equal(table.observe(t, p, v), observe(task, params, t, p, v))
+            np.testing.assert_array_equal(table.position(t), reference(params, t * task.dt)[0])
+
+
 @pytest.mark.slow
 def test_compounding_tiny_is_deterministic_and_complete():
     # the structure and determinism of the sweep; a shortened tiny run (the claim's own

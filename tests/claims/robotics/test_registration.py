@@ -83,3 +83,17 @@ def test_compounding_trains_once_per_config(monkeypatch: pytest.MonkeyPatch) -> 
         assert calls == [a, b]
     finally:
         memo.clear()
+
+
+def test_compounding_decides_the_fall_inside_the_lookahead_window() -> None:
+    """Issue 19 (version 3): 'falls with k' is decided for k - 1 <= L = 12 * waypoint_stride
+    (the chunk's actions track observed waypoints); larger k are measured only."""
+    tiny = robotics_compounding.CompoundingConfig.tiny()
+    default = robotics_compounding.CompoundingConfig.default()
+    large = robotics_compounding.CompoundingConfig.large()
+    assert chunking.lookahead_window(tiny) == (24, [1, 4, 16])
+    assert chunking.lookahead_window(default) == (24, [1, 2, 4, 8, 16])
+    assert chunking.lookahead_window(large) == (24, [1, 2, 4, 8, 16])
+    edge = robotics_compounding.CompoundingConfig(chunk_sizes=(1, 24, 25, 26))
+    assert chunking.lookahead_window(edge)[1] == [1, 24, 25]
+    assert ROBOTICS["robotics.compounding-error"].version == 3

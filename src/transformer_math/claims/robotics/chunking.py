@@ -24,6 +24,7 @@ from transformer_math.experiments import (
     robotics_chunking_tradeoff,
     robotics_compounding,
 )
+from transformer_math.robotics.envs.point_mass import NUM_WAYPOINTS
 from transformer_math.theory.compounding_error import (
     bc_regret_bound,
     seed_chunked_bound,
@@ -64,8 +65,20 @@ def _compounding_figures(cfg: robotics_compounding.CompoundingConfig,
     ]
 
 
+def lookahead_window(cfg: robotics_compounding.ChunkSweepConfig) -> tuple[int, list[int]]:
+    """(L, the chunk sizes k with k - 1 <= L): L = (NUM_WAYPOINTS - 1) * waypoint_stride is the
+    observation's reference look-ahead in steps (point_mass.observe). A chunk issued at t holds
+    a_t, ..., a_{t+k-1}; the expert's a_{t+j} tracks p_ref((t + j) dt), which the observation
+    contains for j <= L only. T^2 eps / k (Ross & Bagnell's argument per chunk) takes a chunk
+    error eps that does not grow with k; that needs the chunk to be a function of what is
+    observed, i.e. k - 1 <= L. Beyond it the last k - 1 - L actions track an unseen reference."""
+    horizon = (NUM_WAYPOINTS - 1) * cfg.task.waypoint_stride
+    return horizon, [k for k in sorted(cfg.chunk_sizes) if k - 1 <= horizon]
+
+
 def _compounding_values(ctx: Context) -> tuple[dict[str, float], tuple]:
-    """One seed: the k = 1 log-log slope of the cumulative deviation, error ratios vs k = 1."""
+    """One seed: the k = 1 log-log slope of the cumulative deviation, error ratios vs k = 1
+    inside the look-ahead window, and (measured only) the error ratio beyond it."""
     cfg = preset(robotics_compounding.CompoundingConfig, ctx)
     res = _compounding(cfg)
     curve = np.asarray(res.get(1, "open_loop").error_curve)
@@ -75,11 +88,18 @@ def _compounding_values(ctx: Context) -> tuple[dict[str, float], tuple]:
     slope = float(math.log(cumulative[-1] / cumulative[h // 4 - 1]) / math.log(4.0))
     chunked = {k: res.get(k, "open_loop").mean_error for k in cfg.chunk_sizes}
     ks = sorted(cfg.chunk_sizes)
+    _, window = lookahead_window(cfg)
+    if len(window) < 2 or window[0] != 1:
+        raise ValueError(f"need k = 1 and another chunk size with k - 1 <= look-ahead, got {ks}")
+    k_win = window[-1]
     best_k = min((k for k in ks if k > 1), key=lambda k: chunked[k])
-    # "falls as k grows": the largest ratio between consecutive chunk sizes
-    step = max(chunked[b] / chunked[a] for a, b in itertools.pairwise(ks))
+    # "falls as k grows" inside the window: the largest ratio between consecutive chunk sizes
+    step = max(chunked[b] / chunked[a] for a, b in itertools.pairwise(window))
+    beyond = {f"ratio_k{k}_over_k{k_win}": chunked[k] / chunked[k_win] for k in ks
+              if k > k_win}
     values = {"slope": slope, "ratio_step_max": step,
-              "ratio_kmax": chunked[ks[-1]] / chunked[1],
+              "ratio_kmax": chunked[k_win] / chunked[1], "k_window_max": float(k_win),
+              **beyond,
               "ratio_best": chunked[best_k] / chunked[1], "best_k": float(best_k),
               "early": float(curve[: h // 4].mean()), "late": float(curve[-h // 4:].mean()),
               **{f"error_k{k}": v for k, v in chunked.items()}}
@@ -91,18 +111,23 @@ def _compounding_values(ctx: Context) -> tuple[dict[str, float], tuple]:
     source=f"{SOURCE} 理论 B (O(T^2 eps), O(T^2 eps / k), worked example T=400, eps=0.01); "
     "Ross & Bagnell 2010",
     statement="Behaviour cloning on a noisy-expert tracking task: deviation grows superlinearly "
-    "with horizon at k = 1 and falls at every step of the chunk size k (open-loop chunks, on "
-    "every seed); worked example T=400, eps=0.01: 1600 vs ~18 at k = 90 (the ~18 is "
-    "T^2 eps / k, not the substitution (T/k)^2 eps).",
+    "with horizon at k = 1 and falls at every step of the chunk size k while a chunk lies "
+    "inside the observation's reference look-ahead L (k - 1 <= L = 24 steps: T^2 eps / k "
+    "takes a chunk error eps that does not grow with k) (open-loop chunks, on every seed); "
+    "beyond L the error is measured, not predicted; worked example T=400, eps=0.01: 1600 vs "
+    "~18 at k = 90 (the ~18 is T^2 eps / k, not the substitution (T/k)^2 eps).",
     tier="full",
     falsifier="robotics.chunk-index-frozen",
     expected="verified",
-    version=2,
+    version=3,
     seed_refs=[("000", 1253, 1263), ("000", 1332, 1332)],
 )
 def check_compounding_error(ctx: Context) -> Evidence:
     sweep = over_seeds(ctx, _compounding_values)
     cfg, res, chunked = sweep.runs[0]
+    lookahead, window = lookahead_window(cfg)
+    k_win = window[-1]
+    beyond = [n for n in sweep.values if n.startswith("ratio_k") and "_over_k" in n]
     example = {
         "T^2 eps (k=1)": bc_regret_bound(400, 0.01),
         "T^2 eps / k (k=90)": seed_chunked_bound(400, 0.01, 90),
@@ -115,26 +140,29 @@ def check_compounding_error(ctx: Context) -> Evidence:
     }
     margins = [
         sweep.at_least("slope", 1.1, "cumulative deviation log-log slope at k=1"),
-        sweep.at_most("ratio_step_max", 1.0, "max over consecutive k of error(k') / error(k)"),
-        sweep.at_most("ratio_kmax", 0.9, "error(k_max) / error(k=1)"),
+        sweep.at_most("ratio_step_max", 1.0, "max over consecutive k <= L + 1 of "
+                      "error(k') / error(k)"),
+        sweep.at_most("ratio_kmax", 0.9, f"error(k={k_win}, largest k <= L + 1) / error(k=1)"),
         at_most("DP worst case / T^2 eps (T=400, eps=0.01, k=1)",
                 example["worst-case expected cost k=1 (DP)"] / example["T^2 eps (k=1)"], 1.0),
         at_most("DP worst case / T^2 eps / k (k=90, eps per chunk)",
                 example["worst-case expected cost k=90, eps per chunk (DP)"]
                 / example["T^2 eps / k (k=90)"], 1.0),
     ]
-    names = ("slope", "ratio_step_max", "ratio_kmax")
+    names = ("slope", "ratio_step_max", "ratio_kmax", *beyond)
     return Evidence(
         predicted={"cumulative deviation log-log slope": "in (1, 2] (T^2 eps is an upper bound)",
-                   "error(k) vs error(1)": "falls for k > 1",
+                   "error(k) vs error(1)": f"falls at every step of k for k - 1 <= L = "
+                   f"{lookahead} (k in {window}); not predicted beyond L",
                    "worked example": [1600.0, round(seed_chunked_bound(400, 0.01, 90), 2)]},
         measured={**{n: {"mean": round(sweep.mean(n), 4), "spread": round(sweep.spread(n), 4),
                          "worst": round(sweep.lo(n) if n == "slope" else sweep.hi(n), 4)}
                      for n in names},
+                  "look-ahead L (steps), k decided": {"L": lookahead, "k": window},
                   "error by k (first seed)": {str(k): round(v, 4) for k, v in chunked.items()}},
         tolerance="slope > 1.1 (a flat error curve gives 1.0; 0.1 margin for the noise of a "
-        "100-path mean); error falls at every step of k (ratio <= 1) and error(k_max) < 0.9 "
-        f"error(1) (10 % margin); each on the worst of {len(sweep.seeds)} seeds",
+        "100-path mean); error falls at every step of k <= L + 1 (ratio <= 1) and error(largest "
+        f"such k) < 0.9 error(1) (10 % margin); each on the worst of {len(sweep.seeds)} seeds",
         verdict=decide(margins),
         notes=[
             "The seed's 1600 vs ~18 is T^2 eps vs T^2 eps / k; its derivation ('substitute T -> "
@@ -150,6 +178,19 @@ def check_compounding_error(ctx: Context) -> Evidence:
             "'error(k_max) <= 0.9 error(1)' (what the statement says; the old pair let a "
             "queue that holds the first action of every chunk pass: its k = 4 still beat "
             "k = 1 by 10-15 %, while its k = 16 was 1.4 x worse than k = 1).",
+            "Issue 19 (version 3): at --size default (k up to 32) error rose from k = 16 to "
+            "k = 32 on every seed (error(32) / error(16) = 1.73-1.97, seeds 0-2; seed 0: "
+            "0.0631, 0.0514, 0.0365, 0.0264, 0.0201, 0.0349 at k = 1..32), failing 'falls at "
+            "every step of k'. Cause: the observation holds the reference only L = 24 steps "
+            "ahead (13 waypoints, stride 2); a 32-chunk's last 7 actions track a reference the "
+            "policy never sees. Not a training, capacity or executor bug (seed 0, k = 16, 24, "
+            "32: 0.0201, 0.0195, 0.0349; 4000 steps 0.0204, 0.0213, 0.0367; hidden 128 0.0207, "
+            "0.0191, 0.0348); the break follows L: stride 3 (L = 36) 0.0262, 0.0218, 0.0207 "
+            "(falls through 32), stride 1 (L = 12) 0.0279, 0.0345, 0.0606 (rises from k = 16 on). "
+            "The fall is now decided for k - 1 <= L, where T^2 eps / k's constant per-chunk eps "
+            "can hold (thresholds unchanged); the ratios beyond L are reported in measured. "
+            "The seed's unconditional 'error falls with k' is refuted on this task for chunks "
+            "longer than the look-ahead.",
             f"expert noise tau {cfg.noise_tau} s; first seed: train {res.train_seconds:.1f} s, "
             f"rollouts {res.rollout_seconds:.1f} s",
         ],
