@@ -14,6 +14,10 @@ The cosine of sensitivities does not depend on eta; the eta-sensitive metric is 
 RMS difference of the final model's predictions and GD's with the line-searched eta times a
 factor f (``relative_rms_at_factor``; GD's prediction is linear in eta, so a model that
 implements GD with eta' = c eta has relative difference |c / f - 1| at factor f).
+
+Training (:func:`train`, memoised) saves the parameters at every evaluation step and touches no
+part of the GD baseline; :func:`run` computes every curve and metric against GD from those
+snapshots, so a claim's falsifier planted in the baseline reuses the trained model.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import torch
 from torch import Tensor
 
 from transformer_math.data.regression import sample_regression
+from transformer_math.experiments.memo import memoized
 from transformer_math.nn.init import seeded
 from transformer_math.nn.linear_self_attention import LinearSelfAttention, regression_tokens
 from transformer_math.theory.icl_baselines import gd_predict, line_search_gd_eta
@@ -134,22 +139,44 @@ def _evaluate(model: LinearSelfAttention, x: Tensor, y: Tensor, xq: Tensor, yq: 
     )
 
 
-def _train(config: ICLGDConfig, g: torch.Generator, evaluation: tuple, eta_gd: float,
+Batch = tuple[Tensor, Tensor, Tensor, Tensor]
+Snapshot = dict[str, Tensor]
+
+
+@dataclass(frozen=True)
+class ICLGDTraining:
+    """What training produces, free of the GD baseline (no line search, no ``gd_predict``).
+
+    ``snapshots[i]`` holds the kept model's parameters at training step ``steps[i]``; the curves
+    against GD are computed from them afterwards (:func:`run`), so a bug planted in the baseline
+    (the line search, ``gd_predict``) does not retrain the model (``experiments.memo``).
+    Memoised and shared: never mutate it (``run`` loads snapshots into a model of its own).
+    """
+
+    config: ICLGDConfig
+    line_search: Batch  # the batch of the line search for eta (drawn first from the seed)
+    evaluation: Batch  # the fixed evaluation batch of every curve
+    steps: list[int]
+    snapshots: tuple[Snapshot, ...]
+    validation_losses: list[float]  # of every restart (empty with one restart)
+    seconds: float
+
+
+def _new_model(config: ICLGDConfig, g: torch.Generator) -> LinearSelfAttention:
+    return seeded(lambda: LinearSelfAttention(config.dim + 1, 1, init_std=config.init_std), g)
+
+
+def _snapshot(model: LinearSelfAttention) -> Snapshot:
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _train(config: ICLGDConfig, g: torch.Generator,
            progress: Callable[[float], None] | None, restart: int
-           ) -> tuple[LinearSelfAttention, dict[str, list]]:
-    """One initialisation trained with Adam; curves recorded on the evaluation batch."""
-    n = config.num_context
-    model = seeded(lambda: LinearSelfAttention(config.dim + 1, 1, init_std=config.init_std), g)
+           ) -> tuple[LinearSelfAttention, list[int], list[Snapshot]]:
+    """One initialisation trained with Adam; parameters saved at every evaluation step."""
+    model = _new_model(config, g)
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
-    curves: dict[str, list] = {k: [] for k in ("steps", "loss", "cos", "sens", "pred", "eta")}
-
-    def record(step: int) -> None:
-        loss, cos, s_l2, p_l2 = _evaluate(model, *evaluation, eta_gd, n)
-        for key, value in zip(curves, (step, loss, cos, s_l2, p_l2), strict=False):
-            curves[key].append(value)
-        curves["eta"].append(float(n * torch.trace(model.label_preconditioner()) / config.dim))
-
-    record(0)
+    steps, snapshots = [0], [_snapshot(model)]
     for step in range(1, config.steps + 1):
         x, y, xq, yq = _sample(config, config.batch_size, g)
         loss = 0.5 * ((model.predict(regression_tokens(x, y, xq)) - yq) ** 2).mean()
@@ -157,60 +184,87 @@ def _train(config: ICLGDConfig, g: torch.Generator, evaluation: tuple, eta_gd: f
         loss.backward()
         opt.step()
         if step % config.eval_every == 0 or step == config.steps:
-            record(step)
+            steps.append(step)
+            snapshots.append(_snapshot(model))
             if progress is not None:
                 progress((restart + step / config.steps) / config.restarts)
-    return model, curves
+    return model, steps, snapshots
 
 
-def run(config: ICLGDConfig, progress: Callable[[float], None] | None = None) -> ICLGDResult:
-    """Train and evaluate; deterministic given ``config.seed`` (no global RNG is touched).
+def train(config: ICLGDConfig, progress: Callable[[float], None] | None = None) -> ICLGDTraining:
+    """Draw the line-search, evaluation and validation batches and train every restart.
 
-    With ``restarts > 1`` every initialisation is trained and the one with the lowest loss on a
-    separate validation batch is reported (the others' validation losses go to ``notes``).
+    Deterministic given ``config.seed`` (no global RNG is touched). With ``restarts > 1`` the
+    initialisation with the lowest loss on the validation batch is kept (a selection that does
+    not use the GD baseline). The batches are drawn in the order of the pre-split ``run`` (line
+    search, evaluation, validation, then training), so the results are those of that ``run``.
     """
     start = time.perf_counter()
     g = torch.Generator().manual_seed(config.seed)
-    x_ls, y_ls, xq_ls, yq_ls = _sample(config, config.eval_batch, g)
-    eta_gd = line_search_gd_eta(x_ls, y_ls, xq_ls, yq_ls)
-    x_ev, y_ev, xq_ev, yq_ev = _sample(config, config.eval_batch, g)
-    gd_loss = float(0.5 * ((gd_predict(x_ev, y_ev, xq_ev, eta_gd) - yq_ev) ** 2).mean())
+    line_search = _sample(config, config.eval_batch, g)
+    evaluation = _sample(config, config.eval_batch, g)
     validation = _sample(config, config.eval_batch, g) if config.restarts > 1 else None
-    best: tuple[float, dict[str, list], LinearSelfAttention] | None = None
+    best: tuple[float, list[int], list[Snapshot]] | None = None
     val_losses = []
     for restart in range(config.restarts):
-        model, curves = _train(config, g, (x_ev, y_ev, xq_ev, yq_ev), eta_gd, progress, restart)
+        model, steps, snapshots = _train(config, g, progress, restart)
         if validation is None:
-            best = (0.0, curves, model)
+            best = (0.0, steps, snapshots)
             break
         xv, yv, xqv, yqv = validation
         with torch.no_grad():
             val = float(0.5 * ((model.predict(regression_tokens(xv, yv, xqv)) - yqv) ** 2).mean())
         val_losses.append(val)
         if best is None or val < best[0]:
-            best = (val, curves, model)
+            best = (val, steps, snapshots)
     assert best is not None
-    c, final_model = best[1], best[2]
-    with torch.no_grad():
-        pred = final_model.predict(regression_tokens(x_ev, y_ev, xq_ev))
+    return ICLGDTraining(config, line_search, evaluation, best[1], tuple(best[2]), val_losses,
+                         time.perf_counter() - start)
+
+
+def run(config: ICLGDConfig, progress: Callable[[float], None] | None = None) -> ICLGDResult:
+    """The memoised :func:`train`, then every comparison with GD (line search included).
+
+    ``seconds`` is the training's time (as first measured, also on a memo hit) plus this
+    evaluation's.
+    """
+    trained = memoized(train, config, progress)
+    start = time.perf_counter()
+    n = config.num_context
+    eta_gd = line_search_gd_eta(*trained.line_search)
+    x_ev, y_ev, xq_ev, yq_ev = trained.evaluation
+    gd_loss = float(0.5 * ((gd_predict(x_ev, y_ev, xq_ev, eta_gd) - yq_ev) ** 2).mean())
+    model = _new_model(config, torch.Generator().manual_seed(0))  # weights loaded below
+    curves: dict[str, list] = {k: [] for k in ("loss", "cos", "sens", "pred", "eta")}
+    for snapshot in trained.snapshots:
+        model.load_state_dict(snapshot)
+        for key, value in zip(curves, _evaluate(model, *trained.evaluation, eta_gd, n),
+                              strict=False):
+            curves[key].append(value)
+        with torch.no_grad():
+            curves["eta"].append(
+                float(n * torch.trace(model.label_preconditioner()) / config.dim))
+    with torch.no_grad():  # the model now holds the last snapshot: the final weights
+        pred = model.predict(regression_tokens(x_ev, y_ev, xq_ev))
     relative = {}
     for f in ETA_FACTORS:
         gd = gd_predict(x_ev, y_ev, xq_ev, f * eta_gd)
         relative[f] = float(((pred - gd) ** 2).mean().sqrt() / (gd**2).mean().sqrt())
     gd_scale = float((gd_predict(x_ev, y_ev, xq_ev, eta_gd) ** 2).mean().sqrt())
+    val_losses = trained.validation_losses
     notes = [f"validation loss of each restart {[round(v, 4) for v in val_losses]} (best kept)"] \
         if val_losses else []
     return ICLGDResult(
         config,
-        c["steps"],
-        c["loss"],
+        list(trained.steps),
+        curves["loss"],
         gd_loss,
-        c["cos"],
-        c["sens"],
-        c["pred"],
+        curves["cos"],
+        curves["sens"],
+        curves["pred"],
         eta_gd,
-        c["eta"],
-        time.perf_counter() - start,
+        curves["eta"],
+        trained.seconds + time.perf_counter() - start,
         notes,
         gd_scale,
         relative,
