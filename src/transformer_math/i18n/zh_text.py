@@ -1599,6 +1599,19 @@ _NOTES.update({
         "证伪器 = 植入的 bug data.regression-label-before-input（提示把 y_i 放在 x_i 之前：读出位置"
         "能看到自己的目标）；原先是未训练的模型"
     ),
+    "version 3 (issue 19): the default trains 1200 steps (was 2000). The learning rate is "
+    "constant after the warm-up, so the run is the first 1200 steps of the old one; the phase "
+    "change is at steps 600-650 on seeds 0-4. Seeds 0-4 at 1200 steps: induction 0.764, 0.726, "
+    "0.722, 0.755, 0.755; previous-token 0.497, 0.438, 0.469, 0.432, 0.456; timing gap / window "
+    "0.42, 0.42, 0.42, 0, 0 (window 60 steps, was 100); control 0.029. Thresholds unchanged; "
+    "the previous-token slack is smaller than at 2000 steps (worst 0.432 of 5 seeds against "
+    "0.450 of 3).": (
+        "版本 3（issue 19）：默认训练 1200 步（原为 2000 步）。预热后学习率为常数，所以这次运行就是旧运行的"
+        "前 1200 步；种子 0-4 的相变出现在第 600-650 步。种子 0-4 在 1200 步时：归纳分数 0.764, 0.726, "
+        "0.722, 0.755, 0.755；前一 token 分数 0.497, 0.438, 0.469, 0.432, 0.456；时间差 / 窗口 "
+        "0.42, 0.42, 0.42, 0, 0（窗口 60 步，原为 100）；对照 0.029。阈值不变；前一 token 分数的余量"
+        "比 2000 步时小（5 个种子中最差 0.432，对比 3 个种子中的 0.450）。"
+    ),
     "Raventos et al.'s M* = 2^11..2^14 needs ~500k steps; short training moves M* down": (
         "Raventos et al. 的 M* = 2^11..2^14 需要约 500k 步；训练较短会使 M* 下移"
     ),
