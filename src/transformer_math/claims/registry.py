@@ -750,6 +750,15 @@ def run_falsifier(c: Claim, ctx: Context) -> tuple[Evidence, str | None]:
         return run_check(c.check, ctx)
 
 
+def worst_seed_failure(evidence: Evidence) -> str | None:
+    """The name of a failing margin that is the worst case over the seeds
+    (``Margin.worst_of_seeds``) when the verdict is ``failed``, else None. Such a margin fails
+    on every set of seeds that holds the ones it was computed on, so the verdict does too."""
+    if evidence.verdict is not Verdict.FAILED:
+        return None
+    return next((m.name for m in evidence.margins if m.worst_of_seeds and not m.holds), None)
+
+
 PHASES = ("check", "falsifier")
 """A claim runs twice: its ``check`` clean, then with its falsifier's bug planted."""
 
@@ -797,10 +806,10 @@ def run_claim(c: Claim, ctx: Context, *, falsifier: bool = True,
         lead = (seed_hook_for("falsifier") if seed_hook_for is not None
                 else SeedHook(on_seed=lambda run: captured.__setitem__(run.seed, run)))
         f_ev, f_err = phase("falsifier", lead, dataclasses.replace(ctx, seeds=1))
-        deciding = [m.name for m in f_ev.margins if m.worst_of_seeds and not m.holds]
-        if f_err is None and f_ev.verdict is Verdict.FAILED and deciding:
+        deciding = worst_seed_failure(f_ev) if f_err is None else None
+        if deciding is not None:
             f_ev.notes.append(
-                f"falsifier decided on seed {ctx.seed} alone: {deciding[0]!r} fails there and is "
+                f"falsifier decided on seed {ctx.seed} alone: {deciding!r} fails there and is "
                 f"the worst case over seeds, so the check over all {ctx.seeds} seeds fails "
                 "too; the other seeds' runs with the bug were not computed")
             return f_ev, f_err

@@ -7,9 +7,9 @@ same with the falsifier's bug planted. Both phases of that seed run in one task,
 so the experiment memo (``experiments/memo.py``) lets a falsifier whose bug lies after training
 reuse the clean run's training exactly as the single-process run does. The falsifier usually
 needs no other seed: ``registry.run_claim`` decides it on the first seed alone when a
-worst-of-seeds margin fails there (it then fails on every seed set), and computes the other
-seeds' falsifier runs at the assembly when it does not. Any other claim is one task (``seed``
-None) that runs the whole claim.
+worst-of-seeds margin fails there (it then fails on every seed set); when it does not, the first
+seed's task computes the other seeds' runs with the bug as well (``falsifier_more``). Any other
+claim is one task (``seed`` None) that runs the whole claim.
 
 :func:`assemble` then runs the check (and the falsifier) once more with every seed handed over
 (``SeedHook(cached=...)``): the sweep trains nothing and the verdict is decided on the seeds'
@@ -113,10 +113,16 @@ def run_task(key: TaskKey, settings: RunSettings, *, profile: bool = False) -> d
         with _profiled(profile, split, "check"):
             phases = {"check": _one_seed(c, key.seed, settings, None)}
         if c.falsifier is not None and key.seed == settings.seed:
-            # the falsifier's first seed; run_claim decides on it alone when it can and
-            # computes the other seeds at the assembly otherwise (registry.run_claim)
+            # the falsifier's first seed decides it alone when a worst-of-seeds margin fails
+            # (registry.run_claim); when it does not, this task computes the other seeds' runs
+            # with the bug too, so that the assembly has every seed it needs
+            bug = c.falsifier.bug
             with _profiled(profile, split, "falsifier"):
-                phases["falsifier"] = _one_seed(c, key.seed, settings, c.falsifier.bug)
+                phases["falsifier"] = _one_seed(c, key.seed, settings, bug)
+                if settings.seeds > 1 and not _decided_alone(c, settings, phases["falsifier"]):
+                    phases["falsifier_more"] = {
+                        str(s): _one_seed(c, s, settings, bug)
+                        for s in settings.context().seed_values()[1:]}
         payload = {"kind": "seed", "phases": phases}
     payload.update(seconds=time.perf_counter() - start, cpu_seconds=time.process_time() - cpu)
     if profile:
@@ -161,6 +167,23 @@ def _one_seed(c: Any, seed: int, settings: RunSettings, bug: str | None) -> Any:
             error, tb = "the check finished without sweeping its seeds (over_seeds)", ""
     return codec.encode(SeedRun(seed=seed, values={}, seconds=time.perf_counter() - start,
                                 reached=sorted(reached), error=f"{error}\n{tb}".strip()))
+
+
+def _decided_alone(c: Any, settings: RunSettings, data: Any) -> bool:
+    """Whether the falsifier's run of the first seed (``data``) decides it alone: the check
+    with the bug planted, on that seed only, fails a worst-of-seeds margin."""
+    import dataclasses
+
+    from transformer_math.claims.registry import run_falsifier, worst_seed_failure
+    from transformer_math.claims.seeds import SeedHook
+
+    run = codec.decode(data)
+    if run.error is not None:
+        return False
+    ctx = dataclasses.replace(settings.context(), seeds=1,
+                              seed_hook=SeedHook(cached={run.seed: run}))
+    evidence, error = run_falsifier(c, ctx)
+    return error is None and worst_seed_failure(evidence) is not None
 
 
 def encode_result(result: Any) -> dict[str, Any]:
@@ -239,10 +262,23 @@ def validate_payload(key: TaskKey, payload: Any) -> None:
         return
     phases = payload.get("phases")
     if not isinstance(phases, Mapping) or "check" not in phases or not set(phases) <= {
-            "check", "falsifier"}:
-        raise codec.CodecError(f"{key.label()}: phases must hold 'check' (and 'falsifier')")
+            "check", "falsifier", "falsifier_more"}:
+        raise codec.CodecError(f"{key.label()}: phases must hold 'check' (and 'falsifier', "
+                               "'falsifier_more')")
     for phase, data in phases.items():
-        _seed_run(data, key, phase)
+        if phase != "falsifier_more":
+            _seed_run(data, key, phase)
+    for s, data in _more_runs(key, phases).items():
+        _seed_run(data, TaskKey(key.claim, s), "falsifier_more")
+
+
+def _more_runs(key: TaskKey, phases: Mapping[str, Any]) -> dict[int, Any]:
+    """The other seeds' falsifier runs a first seed's task computed (``falsifier_more``)."""
+    more = phases.get("falsifier_more", {})
+    if not isinstance(more, Mapping) or not all(
+            isinstance(s, str) and s.lstrip("-").isdigit() for s in more):
+        raise codec.CodecError(f"{key.label()}: falsifier_more must map seeds to runs")
+    return {int(s): data for s, data in more.items()}
 
 
 def assemble(claim: Any, settings: RunSettings,
@@ -268,6 +304,9 @@ def assemble(claim: Any, settings: RunSettings,
             phases = payloads[key]["phases"]
             if phase in phases:
                 runs[s] = _seed_run(phases[phase], key, phase)
+            if phase == "falsifier":
+                for other, data in _more_runs(key, phases).items():
+                    runs.setdefault(other, _seed_run(data, TaskKey(claim.id, other), phase))
         return SeedHook(cached=runs)
 
     result = run_claim(claim, settings.context(), seed_hook_for=hook_for)
