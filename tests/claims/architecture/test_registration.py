@@ -9,6 +9,7 @@ from transformer_math.claims.architecture import (  # noqa: F401  (registers the
     encoder_decoder,
     flash,
     kaplan,
+    latency,
     layernorm_scale,
     norms,
     residual,
@@ -29,6 +30,7 @@ EXPECTED = {
     "architecture.encoder-decoder",
     "architecture.layernorm-eps-jacobian",
     "architecture.kaplan-joint-law",
+    "architecture.vla-latency",
 }
 
 
