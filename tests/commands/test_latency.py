@@ -45,8 +45,18 @@ def test_decode_custom_hardware_and_figure(tmp_path) -> None:  # type: ignore[no
     ["--preset", "open-llama-3b", "--attention", "sparse"],
     ["--hidden", "10", "--layers", "2", "--heads", "3"],
     ["--preset", "open-llama-3b", "--figure", "x.txt"],
+    ["--preset", "open-llama-3b", "--measure"],
 ])
 def test_user_mistakes_exit_2_with_one_line(args) -> None:  # type: ignore[no-untyped-def]
     r = runner.invoke(app, ["latency", *args])
     assert r.exit_code == 2, r.output
     assert len(r.output.strip().splitlines()) == 1 and "error" in r.output
+
+
+def test_measure_times_the_projects_model_here() -> None:
+    r = runner.invoke(app, ["latency", "--hidden", "32", "--layers", "1", "--heads", "2",
+                            "--tokens", "16", "--measure", "--json"])
+    assert r.exit_code == 0, r.output
+    m = json.loads(r.output)["measured"]
+    assert m["hardware"]["name"] == "cpu-here"
+    assert m["prefill"]["ratio"] > 0 and m["decode"]["ratio"] > 0

@@ -6,6 +6,7 @@ Examples::
     tmath latency --hidden 256 --layers 4 --heads 8 --tokens 256 --decode --hardware cpu-here
     tmath latency --preset open-llama-3b --tflops 42.5 --bandwidth 204.8 --budget-ms 20 --json
     tmath latency --preset gemma-300m --tokens 512 --figure latency.png
+    tmath latency --hidden 256 --layers 4 --heads 4 --tokens 512 --measure   # vs this CPU
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ def latency(
     budget_ms: float | None = typer.Option(None, "--budget-ms",
                                            help="Also report the largest N that fits."),
     figure: str | None = typer.Option(None, "--figure", help="Write latency vs N here."),
+    measure: bool = typer.Option(False, "--measure",
+                                 help="Also time the project's Transformer of this shape here "
+                                 "(CPU, float32) against the model on cpu-here (measured)."),
     as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
 ) -> None:
     """Roofline latency of one forward: max(FLOPs / peak, bytes / bandwidth) per operator."""
@@ -101,6 +105,14 @@ def latency(
         result["budget_ms"] = budget_ms
         result["max_tokens_in_budget"] = lm.max_context(shape, hw, budget_ms / 1e3, mode=mode,
                                                         **kw)
+    if measure:
+        from transformer_math.diagnostics import latency_probe
+
+        if shape.weights() > latency_probe.MAX_WEIGHTS or tokens > latency_probe.MAX_TOKENS:
+            fail(f"--measure builds the model here: at most {latency_probe.MAX_WEIGHTS:,} "
+                 f"weights and --tokens <= {latency_probe.MAX_TOKENS}, got "
+                 f"{shape.weights():,} weights and {tokens} tokens")
+        result["measured"] = latency_probe.measure_against_model(shape, tokens)
     if fig_path is not None:
         _figure(lm, shape, hw, tokens, fig_path)
         result["figure"] = str(fig_path)
@@ -115,6 +127,14 @@ def latency(
     out.write(f"  time    {cost.ms:.4g} ms\n")
     if budget_ms is not None:
         out.write(f"  largest N within {budget_ms:g} ms: {result['max_tokens_in_budget']}\n")
+    if measure:
+        m = result["measured"]
+        assert isinstance(m, dict)
+        out.write(f"  measured here ({m['hardware']['source']}):\n")
+        for part in ("prefill", "decode"):
+            r = m[part]
+            out.write(f"    {part:8s} measured {r['measured_s'] * 1e3:.4g} ms, roofline "
+                      f"{r['predicted_s'] * 1e3:.4g} ms, ratio {r['ratio']:.3g}\n")
 
 
 def _figure(lm: object, shape: object, hw: object, tokens: int, path: object) -> None:
