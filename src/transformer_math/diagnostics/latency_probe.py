@@ -44,7 +44,7 @@ def measure_against_model(shape: Any, tokens: int, *, repeats: int = 7) -> dict[
     import torch
 
     from transformer_math.nn.config import TransformerConfig
-    from transformer_math.nn.transformer import Transformer
+    from transformer_math.nn.transformer import build_transformer
     from transformer_math.theory import latency as lm
 
     if isinstance(tokens, bool) or not isinstance(tokens, int) or not 1 <= tokens <= MAX_TOKENS:
@@ -61,7 +61,7 @@ def measure_against_model(shape: Any, tokens: int, *, repeats: int = 7) -> dict[
         feedforward="swiglu" if shape.mlp == "swiglu" else "gelu", vocab_size=shape.vocab,
         max_seq_len=tokens + 1, position="rope", attention_bias=False, mlp_bias=False)
     hw = lm.measure_cpu_hardware()
-    model = Transformer(config).eval()
+    model = build_transformer(config, 0).eval()  # seeded: the global RNG is not touched
     x = torch.randint(0, shape.vocab, (1, tokens), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         prefill = _median_seconds(lambda: model(x), repeats)

@@ -22,7 +22,7 @@ from transformer_math.claims.registry import (
 )
 from transformer_math.diagnostics import count_flops
 from transformer_math.nn.config import TransformerConfig
-from transformer_math.nn.transformer import Transformer
+from transformer_math.nn.transformer import build_transformer
 from transformer_math.theory.latency import (
     HARDWARE,
     MODEL_PRESETS,
@@ -64,7 +64,7 @@ def _counted_vs_model(ctx: Context) -> tuple[int, list[dict[str, Any]]]:
     worst, rows = 0, []
     for i, kw in enumerate(configs):
         cfg = TransformerConfig(vocab_size=37, attention_backend="reference", **kw)
-        model = Transformer(cfg).eval()
+        model = build_transformer(cfg, g).eval()
         shape = ModelShape.from_config(cfg)
         batch, n = 2, 12 + 8 * i
         x = torch.randint(0, 37, (batch, n), generator=g)
