@@ -4,31 +4,20 @@ Issue 20 item 1 asks for the cost model to be checked against measured CPU laten
 builds the :class:`~transformer_math.nn.transformer.Transformer` of a given
 :class:`~transformer_math.theory.latency.ModelShape` (float32, RoPE, no biases, the ``sdpa``
 backend), times a prefill of ``tokens`` tokens and one cached decode step after them (median of
-``repeats`` runs, ``time.perf_counter``) and evaluates the model on the ``cpu-here`` preset,
-whose FLOP/s and bandwidth are measured in the same process just before (a matmul and a copy,
-``theory.latency.measure_cpu_hardware``). The ratio measured / predicted says how far the
-roofline (a lower bound at efficiency 1: it has no per-kernel launch cost, no Python) sits below
-what this machine does; it is reported, never tuned away.
+``repeats`` runs after one warm-up, ``diagnostics.timing.median_seconds``) and evaluates the
+model on the ``cpu-here`` preset, whose FLOP/s and bandwidth are measured in the same process
+just before (a matmul and a copy, ``theory.latency.measure_cpu_hardware``). The ratio measured /
+predicted says how far the roofline (a lower bound at efficiency 1: it has no per-kernel launch
+cost, no Python) sits below what this machine does; it is reported, never tuned away.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 MAX_WEIGHTS = 1 << 26
 """Largest model (weight entries, ~256 MiB in float32) the probe builds on a CPU."""
 MAX_TOKENS = 4096
-
-
-def _median_seconds(fn: Any, repeats: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return sorted(times)[len(times) // 2]
 
 
 def measure_against_model(shape: Any, tokens: int, *, repeats: int = 7) -> dict[str, Any]:
@@ -43,6 +32,7 @@ def measure_against_model(shape: Any, tokens: int, *, repeats: int = 7) -> dict[
 
     import torch
 
+    from transformer_math.diagnostics.timing import median_seconds
     from transformer_math.nn.config import TransformerConfig
     from transformer_math.nn.transformer import build_transformer
     from transformer_math.theory import latency as lm
@@ -64,7 +54,7 @@ def measure_against_model(shape: Any, tokens: int, *, repeats: int = 7) -> dict[
     model = build_transformer(config, 0).eval()  # seeded: the global RNG is not touched
     x = torch.randint(0, shape.vocab, (1, tokens), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
-        prefill = _median_seconds(lambda: model(x), repeats)
+        prefill = median_seconds(lambda: model(x), repeats=repeats)
         caches = model.new_caches()
         model(x, caches=caches)
 
@@ -73,7 +63,7 @@ def measure_against_model(shape: Any, tokens: int, *, repeats: int = 7) -> dict[
             for c in caches:  # back to ``tokens`` cached positions for the next repeat
                 c.key, c.value = c.key[..., :tokens, :], c.value[..., :tokens, :]
 
-        decode = _median_seconds(step, repeats)
+        decode = median_seconds(step, repeats=repeats)
     predicted_prefill = lm.prefill_cost(shape, hw, tokens, attention="standard",
                                         logits="all").seconds
     predicted_decode = lm.decode_cost(shape, hw, tokens, attention="standard",

@@ -50,7 +50,6 @@ largest context, depth or width that fits a budget (:func:`largest_fitting`, bis
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -296,17 +295,10 @@ def measure_cpu_hardware(*, size: int = 512, copy_mib: int = 64, repeats: int = 
     src = torch.empty(copy_mib * 2**20 // 4)
     dst = torch.empty_like(src)
 
-    def median_time(fn: Callable[[], Any]) -> float:
-        fn()  # warm-up
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-        return sorted(times)[len(times) // 2]
+    from transformer_math.diagnostics.timing import median_seconds
 
-    mm = median_time(lambda: torch.mm(a, b))
-    cp = median_time(lambda: dst.copy_(src))
+    mm = median_seconds(lambda: torch.mm(a, b), repeats=repeats)
+    cp = median_seconds(lambda: dst.copy_(src), repeats=repeats)
     return Hardware("cpu-here", 2 * size**3 / mm, 2 * src.numel() * 4 / cp, _cache_bytes_here(),
                     4, f"measured at run time: {size}^3 float32 matmul ({mm * 1e3:.2f} ms) and "
                     f"a {copy_mib} MiB copy ({cp * 1e3:.2f} ms), {torch.get_num_threads()} "
