@@ -135,3 +135,20 @@ def test_resume_with_other_settings_is_refused(tmp_path):
                           "--resume", str(log)], capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and "seeds 2 (this run 3)" in res.stderr, res.stderr
     assert Path(log).read_text().count("\n") == 1  # nothing appended
+
+
+def test_a_claim_registered_outside_the_package_is_refused_on_ray(monkeypatch):
+    """Ray workers rebuild the registry by importing the package: a claim registered from a test
+    or a script exists in the driver only. It is refused before Ray starts (found by the CLI
+    fuzz test: every task failed with KeyError 'no claim with id')."""
+    from transformer_math.claims.registry import Claim, Evidence, Tier, Verdict
+    from transformer_math.execution import executors
+    from transformer_math.execution.executors import ExecutorError, execute
+
+    def check(ctx: Context) -> Evidence:
+        return Evidence(1.0, 1.0, 0.0, Verdict.VERIFIED)
+
+    claim = Claim("demo.outside", "demo", "test", "a statement", Tier.QUICK, check)
+    monkeypatch.setattr(executors, "start_ray", lambda **kw: pytest.fail("Ray was started"))
+    with pytest.raises(ExecutorError, match=r"demo\.outside.*--workers 1"):
+        execute([claim], SETTINGS, workers=2)

@@ -87,6 +87,8 @@ def execute(
                    stale=log.stale if log is not None else 0)
     if log is not None and log.dropped_tail:
         info.notes.append(f"{log.path}: dropped a last line cut short by a crash")
+    if executor == "ray":
+        _importable_by_workers(claims)
     keys = plan(claims, settings)
     payloads: dict[TaskKey, Any] = {}
     if log is not None:
@@ -130,6 +132,23 @@ def execute(
                     profile=profile)
     info.wall_seconds = time.perf_counter() - start
     return [results[c.id] for c in claims], info
+
+
+def _importable_by_workers(claims: Sequence[Any]) -> None:
+    """A Ray worker finds a claim by id in the registry it builds by importing the package, so
+    a claim registered from elsewhere (a test, a user's script) exists in the driver only:
+    refuse it here instead of letting every task fail with ``no claim with id``."""
+    import inspect
+
+    outside = sorted({inspect.unwrap(c.check).__module__ for c in claims
+                      if not inspect.unwrap(c.check).__module__.startswith("transformer_math.")})
+    if outside:
+        ids = [c.id for c in claims
+               if inspect.unwrap(c.check).__module__ in outside]
+        raise ExecutorError(f"claims {', '.join(ids[:5])}{' ...' if len(ids) > 5 else ''} are "
+                            f"registered from {', '.join(outside)}, outside the "
+                            "transformer_math package, which Ray workers do not import: run "
+                            "them with --workers 1")
 
 
 def _assemble(claim: Any, settings: RunSettings, payloads: dict[TaskKey, Any]) -> Any:
