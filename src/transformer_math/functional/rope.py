@@ -90,9 +90,10 @@ def is_tracing() -> bool:
 def can_read_values(*tensors: Tensor) -> bool:
     """True when Python may read these tensors' values (``int(t.max())``) and use ``out=``
     kernels: eager mode, not traced (:func:`is_tracing`) and not wrapped by ``torch.func``
-    (vmap has no ``.item()`` and no batching rule for ``out=`` kernels). Data-dependent checks
-    and caches run only then; otherwise the same values come from pure tensor ops."""
-    if is_tracing():
+    (vmap has no ``.item()`` and no batching rule for ``out=`` kernels), and not on the meta
+    device (no values: a shape-only dry run). Data-dependent checks and caches run only then;
+    otherwise the same values come from pure tensor ops."""
+    if is_tracing() or any(t.device.type == "meta" for t in tensors):
         return False
     return not any(torch._C._functorch.is_functorch_wrapped_tensor(t) for t in tensors)
 

@@ -31,6 +31,11 @@ Inputs: token ids when ``vocab_size`` is set; otherwise vectors of width ``input
 embedding, e.g. the (x, y) tokens of in-context regression) or ``hidden_size`` (already embedded,
 e.g. a policy trunk). Output: a head of width ``output_size`` (default ``vocab_size``; 0 for no
 head: the model returns the final hidden states).
+
+Conditioning: ``condition_size`` C turns on adaLN-Zero (Peebles & Xie 2023, DiT §3.2): every
+forward then takes ``condition`` (B, C), e.g. a diffusion timestep embedding plus an observation
+embedding, and each pre-norm sublayer becomes h + gate(c) * f(N(h) * (1 + scale(c)) + shift(c))
+(:mod:`transformer_math.nn.adaln`); pre-norm only.
 """
 
 from __future__ import annotations
@@ -60,7 +65,8 @@ MAX_SIZE = 1 << 20  # a sanity bound on every size field, checked before anythin
 MAX_PARAMETERS = 1 << 40
 
 _SIZES = ("hidden_size", "num_layers", "num_heads")
-_OPTIONAL_SIZES = ("vocab_size", "input_size", "num_kv_heads", "head_dim", "intermediate_size")
+_OPTIONAL_SIZES = ("vocab_size", "input_size", "num_kv_heads", "head_dim", "intermediate_size",
+                   "condition_size")
 
 
 def _positive_int(name: str, value: Any, *, allow_zero: bool = False) -> None:
@@ -102,6 +108,7 @@ class TransformerConfig:
     causal: bool = True
     sliding_window: int | None = None
     cross_attention: bool = False
+    condition_size: int | None = None
     attention_bias: bool = True
     attention_out_bias: bool | None = None
     mlp_bias: bool = True
@@ -166,6 +173,10 @@ class TransformerConfig:
             raise ValueError("tie_embeddings needs token inputs and a head of width vocab_size")
         if self.cross_attention and "attention" not in SUBLAYERS[self.sublayers]:
             raise ValueError(f"cross_attention needs attention sublayers, got {self.sublayers!r}")
+        if self.condition_size is not None and self.norm_placement != "pre":
+            raise ValueError("condition_size (adaLN-Zero conditioning) modulates the pre-norm "
+                             f"input of each sublayer: needs norm_placement='pre', got "
+                             f"{self.norm_placement!r}")
         if self.weight_count > MAX_PARAMETERS:
             raise ValueError(
                 f"the sizes imply {self.weight_count:.3e} weights (hidden_size "
@@ -187,7 +198,12 @@ class TransformerConfig:
         ffn = int(FEEDFORWARDS.metadata(self.feedforward)["matrices"]) * d * self.ffn_size
         embed = (self.vocab_size or self.input_size or 0) * d
         positions = self.max_seq_len * d if self.position == "learned" else 0
-        return embed + positions + self.head_size * d + self.num_layers * (attention + ffn)
+        adaln = 0
+        if self.condition_size is not None:  # 3 (shift, scale, gate) per sublayer, 2 final
+            sub = len(SUBLAYERS[self.sublayers]) + int(self.cross_attention)
+            adaln = self.condition_size * d * (3 * sub * self.num_layers + 2)
+        return (embed + positions + self.head_size * d + adaln
+                + self.num_layers * (attention + ffn))
 
     @property
     def out_bias(self) -> bool:

@@ -8,6 +8,9 @@ Math (000 §8.3.1 attention, §8.3.3 positions, §8.3.7 residuals and norms; Vas
     post-norm:  h <- N(h + Attn(h)),   [h <- N(h + CrossAttn(h, memory))],   h <- N(h + FFN(h))
     out = Head(N_f(h_L))
 
+With ``condition_size`` set (adaLN-Zero, DiT: Peebles & Xie 2023 §3.2) a condition c (B, C)
+modulates each pre-norm sublayer: h <- h + g(c) * f(N(h) (1 + s(c)) + b(c)), zero at init.
+
 A residual sublayer is one forward-Euler step h_{l+1} = h_l + f(h_l) (000 §8.3.7 "理论 A").
 Positions enter as an added code (learned, sinusoidal), rotated q/k (RoPE, shared by every
 layer), or a logit bias (ALiBi, relative). Every model of the project is a preset of the config:
@@ -32,6 +35,7 @@ from torch import Tensor, nn
 from transformer_math.bugs import declare_bug, planted
 from transformer_math.functional.masks import sliding_window_mask
 from transformer_math.functional.rope import can_read_values, is_tracing
+from transformer_math.nn.adaln import AdaLNModulation, Modulation, modulate
 from transformer_math.nn.attention import KVCache, MultiHeadAttention, count_parameters
 from transformer_math.nn.config import SUBLAYERS, TransformerConfig
 from transformer_math.nn.feedforward import build_feedforward
@@ -116,16 +120,26 @@ class TransformerBlock(nn.Module):
         self.hook_resid_cross = HookPoint()  # (B, T, d)
         self.hook_ffn_out = HookPoint()  # (B, T, d)
         self.hook_resid_post = HookPoint()  # (B, T, d)
+        n_parts = len(parts) + int(config.cross_attention)
+        # adaLN-Zero (nn/adaln.py): (shift, scale, gate) per sublayer from the condition
+        self.adaln = (AdaLNModulation(config.condition_size, d, n_parts)
+                      if config.condition_size is not None else None)
 
     def _sublayer(self, h: Tensor, norm: nn.Module, branch: Callable[[Tensor], Tensor],
-                  hook: HookPoint | None) -> Tensor:
-        """pre: h + drop(f(N h)); post: N(h + drop(f h)); ``hook`` sees f's output."""
+                  hook: HookPoint | None, mod: Modulation | None = None) -> Tensor:
+        """pre: h + drop(f(N h)); post: N(h + drop(f h)); ``hook`` sees f's output. With
+        adaLN (``mod`` = shift, scale, gate): h + gate * drop(f(N(h) (1 + scale) + shift))."""
         pre = self.pre and not planted(PRE_LN_AS_POST_LN)  # planted bug: pre-vs-post-norm
-        out = branch(norm(h) if pre else h)
+        x = norm(h) if pre else h
+        if mod is not None:
+            x = modulate(x, mod[0], mod[1])
+        out = branch(x)
         if hook is not None:
             out = hook(out)
         if self.dropout is not None:
             out = self.dropout(out)
+        if mod is not None:
+            out = mod[2] * out
         if planted(RESIDUAL_DROPPED):  # planted bug: falsifier of architecture.residual-*
             return out if pre else norm(out)
         return h + out if pre else norm(h + out)
@@ -141,10 +155,20 @@ class TransformerBlock(nn.Module):
         kv_cache: KVCache | None = None,
         memory: Tensor | None = None,
         memory_key_padding_mask: Tensor | None = None,
+        condition: Tensor | None = None,
     ) -> Tensor:
-        """h (B, T, d) -> (B, T, d). ``memory`` (B, S, d) feeds the cross-attention."""
+        """h (B, T, d) -> (B, T, d). ``memory`` (B, S, d) feeds the cross-attention;
+        ``condition`` (B, condition_size) the adaLN modulation (required iff configured)."""
         causal = self.config.causal if is_causal is None else is_causal
         live = hooks_live()  # hook points are skipped while nothing listens
+        mods: list[Modulation | None] = [None, None, None]
+        if self.adaln is not None:
+            if condition is None:
+                raise ValueError(f"condition (B, {self.config.condition_size}) is required: "
+                                 "this block is adaLN-conditioned (config.condition_size)")
+            present = [m is not None for m in (self.attn, self.cross_attn, self.ffn)]
+            given = iter(self.adaln(condition))  # one triple per present sublayer, in order
+            mods = [next(given) if p else None for p in present]
         if live:
             h = self.hook_resid_pre(h)
         if self.attn is not None:
@@ -156,7 +180,7 @@ class TransformerBlock(nn.Module):
                             is_causal=causal, kv_cache=kv_cache, position_ids=position_ids)
 
             h = self._sublayer(h, self.attn_norm, self_attention,
-                               self.hook_attn_out if live else None)
+                               self.hook_attn_out if live else None, mods[0])
             if live:
                 h = self.hook_resid_mid(h)
         if self.cross_attn is not None:
@@ -177,12 +201,13 @@ class TransformerBlock(nn.Module):
                 return cross(x, memory, memory, key_padding_mask=source_mask)
 
             h = self._sublayer(h, self.cross_norm, cross_attention,
-                               self.hook_cross_out if live else None)
+                               self.hook_cross_out if live else None, mods[1])
             if live:
                 h = self.hook_resid_cross(h)
         if self.ffn is not None:
             assert self.ffn_norm is not None
-            h = self._sublayer(h, self.ffn_norm, self.ffn, self.hook_ffn_out if live else None)
+            h = self._sublayer(h, self.ffn_norm, self.ffn, self.hook_ffn_out if live else None,
+                               mods[2])
         return self.hook_resid_post(h) if live else h
 
 
@@ -229,6 +254,10 @@ class Transformer(nn.Module):
         self.layers = nn.ModuleList(
             TransformerBlock(c, parts.rotary, parts.alibi) for _ in range(c.num_layers))
         self.final_norm = build_norm(c.norm, d, eps=c.eps) if c.has_final_norm else None
+        # adaLN-Zero on the final norm (DiT's final layer: shift and scale, no gate)
+        self.final_adaln = (AdaLNModulation(c.condition_size, d, 1, gated=False)
+                            if c.condition_size is not None and self.final_norm is not None
+                            else None)
         self.lm_head = nn.Linear(d, c.head_size, bias=c.head_bias) if c.head_size else None
         if c.tie_embeddings:
             assert self.lm_head is not None and self.embed_tokens is not None
@@ -247,6 +276,9 @@ class Transformer(nn.Module):
         reset_children(self, generator)
         if self.config.init == "gpt2":
             normal_matrices_(self, generator, 0.02)
+            for module in self.modules():  # adaLN-Zero stays zero (DiT §3.2)
+                if isinstance(module, AdaLNModulation):
+                    module.reset_parameters()
         if self.config.embedding_init_std is not None and self.embed_tokens is not None:
             nn.init.normal_(self.embed_tokens.weight, 0.0, self.config.embedding_init_std,
                             generator=generator)
@@ -319,6 +351,7 @@ class Transformer(nn.Module):
         is_causal: bool | None = None,
         labels: Tensor | None = None,
         return_dict: bool = False,
+        condition: Tensor | None = None,
     ) -> Tensor | CausalLMOutput:
         """Logits (B, T, head), or hidden states (B, T, d) when the model has no head.
 
@@ -341,11 +374,15 @@ class Transformer(nn.Module):
         ``torch.compile(fullgraph=True)`` / ``torch.export`` / ``torch.func.vmap`` the
         data-dependent checks (token and position ranges) are skipped so the graph has no break;
         shapes are still checked.
+
+        ``condition`` (B, condition_size): the adaLN-Zero conditioning vector (``nn/adaln.py``),
+        required exactly when ``config.condition_size`` is set.
         """
         h = self.hidden_states(
             input_ids, inputs_embeds=inputs_embeds, attention_mask=attention_mask,
             position_ids=position_ids, attn_mask=attn_mask, caches=caches, memory=memory,
-            memory_key_padding_mask=memory_key_padding_mask, is_causal=is_causal)
+            memory_key_padding_mask=memory_key_padding_mask, is_causal=is_causal,
+            condition=condition)
         logits = h if self.lm_head is None else self.lm_head(h)
         if labels is None and not return_dict:
             return logits
@@ -364,6 +401,7 @@ class Transformer(nn.Module):
         memory: Tensor | None = None,
         memory_key_padding_mask: Tensor | None = None,
         is_causal: bool | None = None,
+        condition: Tensor | None = None,
     ) -> Tensor:
         """The final (normalised) hidden states (B, T, d); arguments as :meth:`forward`."""
         c = self.config
@@ -374,6 +412,7 @@ class Transformer(nn.Module):
             raise ValueError("input_ids (batch, seq) or inputs_embeds (batch, seq, width) "
                              "is required")
         b, t = x.shape[0], x.shape[1]
+        self._check_condition(condition, b)
         if t == 0:
             name = "input_ids" if input_ids is not None else "inputs_embeds"
             raise ValueError(f"{name} must hold at least one position (seq >= 1), got shape "
@@ -423,7 +462,8 @@ class Transformer(nn.Module):
                 h = layer(h, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
                           is_causal=is_causal, position_ids=position_ids,
                           kv_cache=None if caches is None else caches[i], memory=memory,
-                          memory_key_padding_mask=memory_key_padding_mask)
+                          memory_key_padding_mask=memory_key_padding_mask,
+                          condition=condition)
         except BaseException:
             if snapshot is not None and caches is not None:
                 for cache, (key, value) in zip(caches, snapshot, strict=True):
@@ -431,7 +471,28 @@ class Transformer(nn.Module):
             raise
         if self.final_norm is not None:
             h = self.final_norm(h)
+            if self.final_adaln is not None:
+                assert condition is not None
+                shift, scale, _ = self.final_adaln(condition)[0]
+                h = modulate(h, shift, scale)
         return self.hook_final(h) if hooks_live() else h
+
+    def _check_condition(self, condition: Tensor | None, batch: int) -> None:
+        """``condition`` must be (batch, condition_size) and finite iff the model is
+        adaLN-conditioned, absent otherwise (ValueError naming ``condition``)."""
+        size = self.config.condition_size
+        if size is None:
+            if condition is not None:
+                raise ValueError("condition is given but this model has no adaLN conditioning "
+                                 "(config.condition_size is None)")
+            return
+        if (not isinstance(condition, Tensor) or not condition.is_floating_point()
+                or tuple(condition.shape) != (batch, size)):
+            raise ValueError(f"condition must be a float tensor of shape (batch={batch}, "
+                             f"condition_size={size}), got "
+                             f"{tuple(getattr(condition, 'shape', ())) or condition!r}")
+        if can_read_values(condition) and not bool(torch.isfinite(condition).all()):
+            raise ValueError("condition must be finite, got NaN/inf entries")
 
     def _check_tokens(self, input_ids: Tensor) -> None:
         if (not isinstance(input_ids, Tensor) or input_ids.dim() != 2
@@ -483,6 +544,7 @@ class Transformer(nn.Module):
             "norms": total([m for la in layers for m in (la.attn_norm, la.cross_norm,
                                                         la.ffn_norm)] + [self.final_norm]),
             "lm_head": 0 if self.config.tie_embeddings else total([self.lm_head]),
+            "conditioning": total([la.adaln for la in layers] + [self.final_adaln]),
         }
         parts["total"] = count_parameters(self)
         parts["non_embedding"] = (parts["total"] - parts["embedding"] - parts["positions"]
