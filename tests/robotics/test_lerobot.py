@@ -19,13 +19,19 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from transformer_math.robotics.policies.act import ACTConfig, ACTPolicy
+from transformer_math.robotics.policies.ar_bins import ARBinsConfig, ARBinsPolicy
 from transformer_math.robotics.policies.base import POLICY_TYPES, load_policy
 from transformer_math.robotics.policies.bc import BCConfig, BCPolicy
 from transformer_math.robotics.policies.decision_transformer import DecisionTransformer, DTConfig
+from transformer_math.robotics.policies.diffusion import DiffusionConfig, DiffusionPolicy
 from transformer_math.robotics.policies.ensembling import make_executor
+from transformer_math.robotics.policies.flow_matching import (
+    FlowMatchingConfig,
+    FlowMatchingPolicy,
+)
 from transformer_math.robotics.training import build_seeded
 
-KINDS = ("act", "bc", "dt")
+KINDS = ("act", "bc", "dt", "diffusion", "flow", "ar")
 
 
 def _fit(policy):
@@ -50,8 +56,26 @@ def _dt(**kw) -> DecisionTransformer:
     return build_seeded(lambda: DecisionTransformer(cfg), 2).eval()
 
 
+def _diffusion(**kw) -> DiffusionPolicy:
+    cfg = DiffusionConfig(3, 2, chunk_size=4, dim=16, num_heads=2, num_layers=1,
+                          train_steps=20, inference_steps=3, **kw)
+    return _fit(build_seeded(lambda: DiffusionPolicy(cfg), 3))
+
+
+def _flow(**kw) -> FlowMatchingPolicy:
+    cfg = FlowMatchingConfig(3, 2, chunk_size=4, dim=16, num_heads=2, num_layers=1,
+                             inference_steps=3, **kw)
+    return _fit(build_seeded(lambda: FlowMatchingPolicy(cfg), 4))
+
+
+def _ar(**kw) -> ARBinsPolicy:
+    cfg = ARBinsConfig(3, 2, chunk_size=4, dim=16, num_heads=2, num_layers=1, bins=16, **kw)
+    return _fit(build_seeded(lambda: ARBinsPolicy(cfg), 5))
+
+
 def _policy(kind: str):
-    return {"act": _act, "bc": _bc, "dt": _dt}[kind]()
+    return {"act": _act, "bc": _bc, "dt": _dt, "diffusion": _diffusion, "flow": _flow,
+            "ar": _ar}[kind]()
 
 
 _ACTIONS = textwrap.dedent("""
@@ -139,7 +163,8 @@ def test_from_pretrained_checks_the_class_and_old_files_still_load(tmp_path):
 
 def test_policy_types_are_a_static_table():
     """Every policy class is in POLICY_TYPES under its kind (no import side effect needed)."""
-    for cls in (ACTPolicy, BCPolicy, DecisionTransformer):
+    for cls in (ACTPolicy, BCPolicy, DecisionTransformer, DiffusionPolicy, FlowMatchingPolicy,
+                ARBinsPolicy):
         assert POLICY_TYPES[cls.kind] == f"{cls.__module__}:{cls.__name__}"
 
 
@@ -183,6 +208,14 @@ FOLDER_FORGERIES = [
     ("dt", {"n_action_steps": 1}, "executor"),
     ("dt", {"action_type": "discrete"}, "output_features"),
     ("dt", {"max_ep_len": 10**9}, "max_ep_len"),
+    ("diffusion", {"inference_steps": 0}, "inference_steps"),
+    ("diffusion", {"inference_steps": 21}, "inference_steps"),  # > train_steps
+    ("diffusion", {"clip_sample": -1.0}, "clip_sample"),
+    ("diffusion", {"num_layers": 2}, "missing"),
+    ("flow", {"inference_steps": 10**6}, "inference_steps"),
+    ("ar", {"sampling": "beam"}, "sampling"),
+    ("ar", {"bins": 32}, "dtype or shape"),
+    ("ar", {"temperature": 0.0}, "temperature"),
 ]
 
 
@@ -288,8 +321,9 @@ def _loss(policy, batch) -> float:
 
 
 @pytest.mark.parametrize("make", [_bc, lambda: _bc(loss="mse"), _act,
-                                  lambda: _act(use_latent=False)],
-                         ids=["bc-l1", "bc-mse", "act", "act-no-latent"])
+                                  lambda: _act(use_latent=False), _diffusion, _flow, _ar],
+                         ids=["bc-l1", "bc-mse", "act", "act-no-latent", "diffusion", "flow",
+                              "ar"])
 def test_loss_ignores_padded_actions(make):
     policy = make()
     batch = _chunk_batch()
@@ -378,7 +412,13 @@ def test_policies_create_no_tensor_off_their_device(kind):
         policy = {"act": lambda: ACTPolicy(ACTConfig(3, 2, chunk_size=4, dim=16, num_heads=2,
                                                       latent_sampling="sample")),
                   "bc": lambda: BCPolicy(BCConfig(3, 2, chunk_size=4)),
-                  "dt": lambda: DecisionTransformer(DTConfig(3, 2, context_len=4))}[kind]()
+                  "dt": lambda: DecisionTransformer(DTConfig(3, 2, context_len=4)),
+                  "diffusion": lambda: DiffusionPolicy(DiffusionConfig(3, 2, chunk_size=4,
+                                                                       dim=16, num_heads=2)),
+                  "flow": lambda: FlowMatchingPolicy(FlowMatchingConfig(3, 2, chunk_size=4,
+                                                                        dim=16, num_heads=2)),
+                  "ar": lambda: ARBinsPolicy(ARBinsConfig(3, 2, chunk_size=4, dim=16,
+                                                          num_heads=2))}[kind]()
     state = torch.zeros(2, 3, device="meta")
     if kind == "dt":
         policy.reset(1.0)

@@ -65,9 +65,12 @@ from transformer_math.robotics.policies.files import (
 
 POLICY_TYPES: Mapping[str, str] = MappingProxyType({
     "act": "transformer_math.robotics.policies.act:ACTPolicy",
+    "ar_bins": "transformer_math.robotics.policies.ar_bins:ARBinsPolicy",
     "bc_mlp": "transformer_math.robotics.policies.bc:BCPolicy",
     "decision_transformer":
         "transformer_math.robotics.policies.decision_transformer:DecisionTransformer",
+    "diffusion": "transformer_math.robotics.policies.diffusion:DiffusionPolicy",
+    "flow_matching": "transformer_math.robotics.policies.flow_matching:FlowMatchingPolicy",
 })
 """Every policy type by the ``type`` / ``kind`` written in its checkpoint -> ``"module:Class"``.
 Static: a fresh process knows every policy without importing its module first."""
@@ -233,7 +236,8 @@ class PretrainedMixin:
 
 
 class ChunkPolicy(PretrainedMixin, nn.Module, ABC):
-    """Base of the continuous-action chunk policies (BC MLP, ACT)."""
+    """Base of the continuous-action chunk policies (BC MLP, ACT, diffusion, flow matching,
+    binned autoregressive)."""
 
     config: Any
     has_executor: ClassVar[bool] = True
