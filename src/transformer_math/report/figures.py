@@ -203,7 +203,9 @@ def draw_figure(figure: Any, path: Path, *, dpi: int = 100,
     bar_index = 0
     for i, s in enumerate(series_list):
         kind = s.get("kind", "line")
-        label = str(s.get("label") or f"series {i}")
+        named = str(s.get("label") or "")
+        label = named or f"series {i}"  # in messages
+        legend = named or "_nolegend_"  # an unlabelled series (a repeated path) stays out
         style = str(s.get("style") or "")
         x = xs_of(s)
         y = _numbers(s["y"])
@@ -211,19 +213,19 @@ def draw_figure(figure: Any, path: Path, *, dpi: int = 100,
             raise TypeError(f"series {i} ({label!r}) has y values that are not numbers")
         if kind == "line":
             if style:
-                ax.plot(x, y, style, label=label)
+                ax.plot(x, y, style, label=legend)
             else:
-                ax.plot(x, y, label=label)
+                ax.plot(x, y, label=legend)
         elif kind == "scatter":
             marker, _, color = parse_style(style)
-            ax.scatter(x, y, marker=marker or "o", color=color, label=label, s=18)
+            ax.scatter(x, y, marker=marker or "o", color=color, label=legend, s=18)
         elif kind == "step":
             marker, linestyle, color = parse_style(style)
             ax.step(
                 x,
                 y,
                 where="post",
-                label=label,
+                label=legend,
                 marker=marker,
                 color=color,
                 linestyle=linestyle or "-",
@@ -231,7 +233,7 @@ def draw_figure(figure: Any, path: Path, *, dpi: int = 100,
         else:  # bar
             _, _, color = parse_style(style)
             offset = (bar_index - (len(bars) - 1) / 2) * bar_width
-            ax.bar([v + offset for v in x], y, width=bar_width, label=label, color=color)
+            ax.bar([v + offset for v in x], y, width=bar_width, label=legend, color=color)
             bar_index += 1
 
     n_lines = len(series_list)
