@@ -21,6 +21,10 @@ TRAINED = {
     "robotics.dt-stitching",
     "robotics.dt-return-reachability",
     "robotics.cvae-zero-latent",
+    "robotics.diffusion-decoder",
+    "robotics.flow-matching-decoder",
+    "robotics.ar-bins-decoder",
+    "robotics.decoder-steps",
 }
 QUICK = {
     "robotics.temporal-ensembling",

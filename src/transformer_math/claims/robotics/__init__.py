@@ -8,5 +8,6 @@ planted bug whose site it never passes (a falsifier in the executor or the DT's 
 retrain). Quick tier (``mechanics``): the executors, the return-to-go, the DT's causal
 conditioning and ACT's CVAE objective on scripted inputs, no training; they kill every planted
 ``robotics.*`` bug. Modules: ``chunking`` (compounding error, chunking trade-off), ``multimodal``
-(MSE vs CVAE), ``decision_transformer`` (stitching, return reachability), ``mechanics``.
+(MSE vs CVAE), ``decoders`` (diffusion, flow matching and binned AR heads, sampler steps),
+``decision_transformer`` (stitching, return reachability), ``mechanics``.
 """
