@@ -216,8 +216,9 @@ def _ar_values(ctx: Context) -> tuple[dict[str, float], DecoderResult]:
         says="autoregressive 256-bin decoding: multimodality weak (prone to mode collapse)",
         correct="sampled at temperature 1, the binned autoregressive head keeps both modes of "
         "the bimodal obstacle task as well as diffusion and flow matching do (each side well "
-        "above 20 % of the rollouts, collisions far below the MSE regressor's); what collapses "
-        "to one deterministic choice per state is greedy (argmax) decoding")],
+        "above 20 % of the rollouts, collisions far below the MSE regressor's); greedy (argmax) "
+        "decoding is deterministic per state, so its side follows the start position instead "
+        "of a draw")],
 )
 def check_ar_bins_decoder(ctx: Context) -> Evidence:
     sweep = over_seeds(ctx, _ar_values)
