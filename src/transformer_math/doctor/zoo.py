@@ -86,6 +86,9 @@ UNREACHED_WHY: dict[str, str] = {
     "transformer.cross-attention-mask-dropped":
         "encoder-decoder cross-attention with a memory padding mask; the doctor's engines run "
         "decoder-only or encoder-only models without memory",
+    "nn.adaln-condition-ignored":
+        "adaLN-Zero conditioning (condition_size), used only by the diffusion and flow-matching "
+        "action heads; no checkpoint family or zoo model is conditioned",
 }
 """Why each known unreached engine bug is off the zoo's forward paths."""
 

@@ -34,6 +34,7 @@ QUICK = {
     "robotics.act-cvae",
     "robotics.chunked-error-bound",
     "robotics.dt-rwr-equivalence",
+    "robotics.decoder-mechanics",
 }
 CITED = {"robotics.paper-reports"}
 

@@ -9,5 +9,6 @@ retrain). Quick tier (``mechanics``): the executors, the return-to-go, the DT's 
 conditioning and ACT's CVAE objective on scripted inputs, no training; they kill every planted
 ``robotics.*`` bug. Modules: ``chunking`` (compounding error, chunking trade-off), ``multimodal``
 (MSE vs CVAE), ``decoders`` (diffusion, flow matching and binned AR heads, sampler steps),
-``decision_transformer`` (stitching, return reachability), ``mechanics``.
+``decision_transformer`` (stitching, return reachability), ``mechanics`` and
+``decoder_mechanics`` (the decoders' samplers with exact networks: quick, no training).
 """
