@@ -49,6 +49,9 @@ class Bug:
     module: str
     description: str
     seen_in: str = ""
+    #: a test that kills this bug (``"tests/path.py::test_name"``) where no claim can: the
+    #: implementation checks moved out of the catalogue (issue 31) still kill their bugs
+    test: str = ""
 
 
 BUGS: Registry[Bug] = Registry("bug")
@@ -58,18 +61,23 @@ _ACTIVE: frozenset[str] = frozenset()
 _RECORDS: list[set[str]] = []
 
 
-def declare_bug(name: str, description: str, *, module: str, seen_in: str = "") -> str:
+def declare_bug(name: str, description: str, *, module: str, seen_in: str = "",
+                test: str = "") -> str:
     """Register a bug whose site lives in ``module`` and return its name (use it as the switch).
 
-    Declaring the same name twice from the same module (a module reload) is a no-op.
+    ``test`` names the test that kills it (``"tests/x.py::test_y"``, which plants it) when it is
+    killed by a test of the implementation rather than by a claim. Declaring the same name twice
+    from the same module (a module reload) is a no-op.
     """
+    if test and "::" not in test:
+        raise ValueError(f"bug {name!r}: test must look like 'tests/path.py::test_name'")
     if name.count(".") < 1 or name != name.strip() or " " in name:
         raise ValueError(f"bug name must look like 'area.slug', got {name!r}")
     if name in BUGS:
         if BUGS[name].module == module:
             return name
         raise ValueError(f"bug {name!r} declared in {BUGS[name].module} and again in {module}")
-    BUGS.add(name, Bug(name, module, " ".join(description.split()), seen_in),
+    BUGS.add(name, Bug(name, module, " ".join(description.split()), seen_in, test),
              module=module)
     return name
 

@@ -60,6 +60,7 @@ class BugRow:
             "module": self.bug.module,
             "description": self.bug.description,
             "seen_in": self.bug.seen_in,
+            "test": self.bug.test or None,
             "reached_by": list(self.reached_by),
             "killed_by": self.ids(KILLED),
             "survived": self.ids(SURVIVED),
@@ -87,14 +88,21 @@ class ZooReport:
 
     @property
     def survivors(self) -> list[BugRow]:
-        return [r for r in self.rows if not r.killed]
+        """Bugs no claim kills and no named test kills (``Bug.test``)."""
+        return [r for r in self.rows if not r.killed and not r.bug.test]
+
+    @property
+    def test_killed(self) -> list[BugRow]:
+        """Bugs no claim kills that a named test of the implementation kills (``Bug.test``)."""
+        return [r for r in self.rows if not r.killed and r.bug.test]
 
     def summary(self) -> dict[str, Any]:
         return {
             "bugs": len(self.rows),
             "killed": sum(1 for r in self.rows if r.killed),
             "survivors": [r.bug.name for r in self.survivors],
-            "unreached": [r.bug.name for r in self.rows if not r.reached_by],
+            "unreached": [r.bug.name for r in self.rows if not r.reached_by and not r.bug.test],
+            "killed_by_tests": {r.bug.name: r.bug.test for r in self.test_killed},
             "claims": len(self.baseline),
             "unhealthy_claims": self.unhealthy,
             "claim_runs": sum(len(r.outcomes) for r in self.rows),

@@ -49,6 +49,30 @@ class Verdict(StrEnum):
     REFUTED = "refuted"  # the seed's statement is shown wrong; the correct one is measured
     FAILED = "failed"  # the implementation disagrees with theory: a bug, never hidden
     CITED = "cited"  # not checkable on a computer; primary source given
+    #: the measurement ran, but this size (or number of seeds) cannot decide the seed's
+    #: statement; the notes say what size would (issue 31). ``tmath verify`` does not fail on it.
+    INCONCLUSIVE = "inconclusive"
+
+
+class Kind(StrEnum):
+    """What a claim's evidence is (issue 31, item 2); shown beside every verdict.
+
+    - ``measurement``: a prediction derived independently is compared with a value measured on
+      library code a user runs (the attention, the Transformer, the RoPE module, a trained
+      model); its falsifier is a bug in that code (a test enforces it from the import graph);
+    - ``construction``: a hand-built network or circuit shows that something is possible; its
+      falsifier may sit in the construction;
+    - ``code-audit``: the seed's own code or arithmetic, run or recomputed;
+    - ``model``: a conclusion from an analytic model (the roofline latency, an inference-aware
+      Chinchilla): its verdict is the model's, never a measurement's;
+    - ``cited``: not checkable on a computer; primary sources given.
+    """
+
+    MEASUREMENT = "measurement"
+    CONSTRUCTION = "construction"
+    CODE_AUDIT = "code-audit"
+    MODEL = "model"
+    CITED = "cited"
 
 
 class Tier(StrEnum):
@@ -229,6 +253,10 @@ class Evidence:
     #: For claims that run several seeds: ``{"seeds": [...], "values": {name: [...]}, "mean":
     #: {...}, "spread": {...}}`` (see ``claims/seeds.py``).
     per_seed: dict[str, Any] | None = None
+    #: What this run must reach for its measurement to decide the statement (a size, a number
+    #: of seeds, a range that reaches the limit an asymptotic statement is about). When the
+    #: margins hold and one of these does not, the verdict is ``inconclusive`` (issue 31).
+    decisive: list[Margin] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -240,15 +268,19 @@ def agreement(ok: bool) -> Verdict:
     return Verdict.VERIFIED if ok else Verdict.FAILED
 
 
-def decide(margins: Iterable[Margin], seed_margins: Iterable[Margin] = ()) -> Verdict:
+def decide(margins: Iterable[Margin], seed_margins: Iterable[Margin] = (),
+           decisive: Iterable[Margin] = ()) -> Verdict:
     """The verdict the pass conditions imply.
 
-    ``failed`` unless every margin of the correct statement holds; then ``refuted`` when the
-    seed's version (``seed_margins``, computed from the same measurement) fails somewhere, and
-    ``verified`` when it holds too or there is none.
+    ``failed`` unless every margin of the correct statement holds; then ``inconclusive`` when
+    one of the ``decisive`` conditions (this size can decide the statement) does not hold; then
+    ``refuted`` when the seed's version (``seed_margins``, computed from the same measurement)
+    fails somewhere, and ``verified`` when it holds too or there is none.
     """
     if not all_hold(margins):
         return Verdict.FAILED
+    if not all(m.holds for m in decisive):
+        return Verdict.INCONCLUSIVE
     seed_margins = list(seed_margins)
     if seed_margins and not all(m.holds for m in seed_margins):
         return Verdict.REFUTED
@@ -355,23 +387,61 @@ class SeedRef:
         return {"seed": self.seed, "lines": list(self.lines)}
 
 
+def _normalise_also(seed: str, also: Iterable[Any]) -> tuple[tuple[str, int], ...]:
+    out: list[tuple[str, int]] = []
+    for item in also:
+        other, line = (seed, item) if isinstance(item, int) else tuple(item)
+        if other not in SEED_FILES:
+            raise ValueError(f"also: seed must be one of {sorted(SEED_FILES)}, got {other!r}")
+        if isinstance(line, bool) or not isinstance(line, int) or line < 1:
+            raise ValueError(f"also: line must be a positive integer, got {line!r}")
+        out.append((other, line))
+    return tuple(out)
+
+
 @dataclass(frozen=True)
 class Refutation:
-    """One statement of a seed that a ``refuted`` claim shows wrong, and the correct one."""
+    """One distinct error of a seed that a ``refuted`` claim shows wrong, and the correct
+    statement (issue 31, item 3).
+
+    - ``line`` (to ``to_line``): where the error is quoted; ``quote`` is the seed's words there,
+      verbatim (a test checks it against the seed file, whitespace aside);
+    - ``also``: every other place the same error appears (line numbers of the same seed, or
+      ``(seed, line)``); the error is counted once however many lines repeat it;
+    - ``says``: the English gloss of the quote; ``reading``: the reading of it that the seed
+      margins test (with the seed's own qualifiers: an asymptotic statement in the limit, an
+      "approximately" with a band); ``correct``: what is measured instead.
+    """
 
     seed: str
     line: int
     says: str
     correct: str
+    quote: str = ""
+    also: tuple[Any, ...] = ()
+    reading: str = ""
+    to_line: int = 0
 
     def __post_init__(self) -> None:
         if self.seed not in SEED_FILES:
             raise ValueError(f"seed must be one of {sorted(SEED_FILES)}, got {self.seed!r}")
-        if not isinstance(self.line, int) or self.line < 1:
+        if isinstance(self.line, bool) or not isinstance(self.line, int) or self.line < 1:
             raise ValueError(f"line must be a positive integer, got {self.line!r}")
+        end = self.to_line or self.line
+        if not isinstance(end, int) or end < self.line:
+            raise ValueError(f"to_line must be >= line {self.line}, got {self.to_line!r}")
+        object.__setattr__(self, "to_line", end)
+        object.__setattr__(self, "also", _normalise_also(self.seed, self.also))
+
+    @property
+    def lines(self) -> tuple[tuple[str, int], ...]:
+        """Every place of the error: the quoted line first, then ``also``."""
+        return ((self.seed, self.line), *self.also)
 
     def to_json(self) -> dict[str, Any]:
-        return {"seed": self.seed, "line": self.line, "says": self.says, "correct": self.correct}
+        return {"seed": self.seed, "line": self.line, "to_line": self.to_line,
+                "quote": self.quote, "says": self.says, "reading": self.reading,
+                "correct": self.correct, "also": [list(a) for a in self.also]}
 
 
 @dataclass(frozen=True)
@@ -419,6 +489,11 @@ class Claim:
     corrections: tuple[Correction, ...] = ()
     #: the statement in Chinese (else the catalog ``transformer_math.i18n`` is asked)
     statement_zh: str = ""
+    #: what the evidence is (:class:`Kind`); every claim declares it (a test checks)
+    kind: Kind | None = None
+    #: the notes of issue 31's review answered here: why a threshold is what it is, what was
+    #: disputed; shown by ``tmath show`` and the report
+    audit: str = ""
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z]+\.[a-z0-9-]+", self.id):
@@ -435,6 +510,9 @@ class Claim:
                              f"{self.expected}")
         if self.expected is Verdict.FAILED:
             raise ValueError(f"claim {self.id!r}: a claim never expects 'failed'")
+        if (self.kind is Kind.CITED) != (self.expected is Verdict.CITED) and self.kind:
+            raise ValueError(f"claim {self.id!r}: kind 'cited' goes with expected 'cited' "
+                             f"(got kind {self.kind}, expected {self.expected})")
 
     def claim_expected(self) -> str | None:
         return self.expected.value if self.expected is not None else None
@@ -518,6 +596,8 @@ def claim(
     refutes: Iterable[Refutation] = (),
     corrections: Iterable[Correction] = (),
     statement_zh: str = "",
+    kind: Kind | str | None = None,
+    audit: str = "",
 ) -> Callable[[CheckFn], CheckFn]:
     """Register the decorated function ``check(ctx) -> Evidence`` as a claim.
 
@@ -549,6 +629,8 @@ def claim(
             refutes=tuple(refutes),
             corrections=tuple(corrections),
             statement_zh=" ".join(statement_zh.split()),
+            kind=Kind(kind) if kind is not None else None,
+            audit=" ".join(audit.split()),
         )
         if id in CLAIMS and CLAIMS[id].check is fn:
             return fn
@@ -635,8 +717,9 @@ class ClaimResult:
     def problem(self) -> bool:
         """True when the run should make ``tmath verify`` exit 1: a failed verdict, a verdict
         other than the expected one, or a falsifier that was not caught."""
-        return (self.evidence.verdict is Verdict.FAILED or not self.expected_met
-                or self.falsifier_caught is False)
+        undecided = Verdict.INCONCLUSIVE in (self.evidence.verdict, self.claim.expected)
+        return (self.evidence.verdict is Verdict.FAILED or self.falsifier_caught is False
+                or not (self.expected_met or undecided))
 
     def to_json(self) -> dict[str, Any]:
         c, e = self.claim, self.evidence
@@ -667,6 +750,7 @@ class ClaimResult:
             "figures": [f.to_json() for f in e.figures],
             "margins": [m.to_json() for m in e.margins],
             "seed_margins": [m.to_json() for m in e.seed_margins],
+            "decisive": [m.to_json() for m in e.decisive],
             "per_seed": e.per_seed,
             "reached_bugs": sorted(self.reached),
             "error": self.error,
@@ -691,6 +775,8 @@ def claim_json(c: Claim) -> dict[str, Any]:
         "sections": list(c.sections),
         "module": c.module,
         "falsifier_bug": c.falsifier.bug if c.falsifier is not None else None,
+        "kind": c.kind.value if c.kind is not None else None,
+        "audit": c.audit or None,
     }
 
 
@@ -731,13 +817,14 @@ def _inconsistency(evidence: Evidence) -> str | None:
         if evidence.verdict is Verdict.FAILED:
             return None
         return f"verdict {evidence.verdict.value!r} reported without any pass condition (margins)"
-    implied = decide(evidence.margins, evidence.seed_margins)
+    implied = decide(evidence.margins, evidence.seed_margins, evidence.decisive)
     if implied is not evidence.verdict:
         broken = [m.name for m in evidence.margins if not m.holds]
         seed_broken = [m.name for m in evidence.seed_margins if not m.holds]
+        undecided = [m.name for m in evidence.decisive if not m.holds]
         return (f"verdict {evidence.verdict.value!r} disagrees with the margins, which imply "
                 f"{implied.value!r} (not holding: {broken}; seed's version not holding: "
-                f"{seed_broken})")
+                f"{seed_broken}; not decisive: {undecided})")
     return None
 
 
@@ -847,12 +934,41 @@ def summarize(results: Iterable[ClaimResult]) -> dict[str, Any]:
     for r in results:
         counts[r.evidence.verdict.value] += 1
     with_falsifier = [r for r in results if r.falsifier_caught is not None]
+    by_kind: dict[str, dict[str, int]] = {}
+    for r in results:
+        kind = r.claim.kind.value if r.claim.kind is not None else "undeclared"
+        row = by_kind.setdefault(kind, {})
+        row[r.evidence.verdict.value] = row.get(r.evidence.verdict.value, 0) + 1
     return {
         "total": len(results),
         **counts,
+        "by_kind": by_kind,
+        "distinct_errors": distinct_errors(r.claim for r in results
+                                           if r.evidence.verdict is Verdict.REFUTED),
         "falsifiers": len(with_falsifier),
         "falsifiers_caught": sum(1 for r in with_falsifier if r.falsifier_caught),
         "problems": sum(1 for r in results if r.problem),
         "unexpected": sum(1 for r in results if not r.expected_met),
         "seconds": round(sum(r.seconds for r in results), 3),
     }
+
+
+MEASURED_KINDS = frozenset({Kind.MEASUREMENT, Kind.CONSTRUCTION, Kind.CODE_AUDIT})
+"""The kinds whose ``refuted`` counts as a seed error shown by running code (a ``model``
+claim's refutation is the model's conclusion and is counted apart)."""
+
+
+def distinct_errors(claims: Iterable[Claim]) -> dict[str, int]:
+    """The distinct seed errors the given claims refute (issue 31, item 3): one per
+    :class:`Refutation`, however many lines repeat it, split into those shown by running code
+    (``measured``: kinds measurement, construction, code-audit) and by an analytic model
+    (``modelled``); ``lines`` counts every seed line they cover."""
+    measured = modelled = lines = 0
+    for c in claims:
+        for r in c.refutes:
+            lines += len(r.lines)
+            if c.kind is Kind.MODEL:
+                modelled += 1
+            else:
+                measured += 1
+    return {"measured": measured, "modelled": modelled, "lines": lines}

@@ -124,7 +124,7 @@ def mutants(
     for row in report.rows:
         killers = row.ids("killed")
         shown = ", ".join(killers[:4]) + (f", +{len(killers) - 4}" if len(killers) > 4 else "")
-        mark = shown if killers else "SURVIVES"
+        mark = shown if killers else (f"test {row.bug.test}" if row.bug.test else "SURVIVES")
         crashed = row.ids("crashed")
         if crashed:
             mark += f"  (crashed: {', '.join(crashed[:3])})"
