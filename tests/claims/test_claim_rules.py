@@ -59,7 +59,7 @@ REFUTATIONS = [(c, r) for c in CLAIMS for r in c.refutes]
 
 @pytest.mark.parametrize("pair", REFUTATIONS, ids=lambda p: f"{p[0].id}@{p[1].seed}:{p[1].line}")
 def test_refutation_quotes_the_seed_verbatim(pair) -> None:
-    claim, r = pair
+    _claim, r = pair
     assert r.quote.strip(), "quote the seed's words (quote=...)"
     assert r.says.strip() and r.correct.strip()
     text = _seed_text()
