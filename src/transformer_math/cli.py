@@ -523,7 +523,15 @@ def list_claims(
         return
     out = _stdout()
     out.print(claims_list_table(_in_language(claims, lang)))
-    out.print(f"{len(claims)} claims", style="dim")
+    kinds: dict[str, int] = {}
+    for c in claims:
+        kinds[str(c.get("kind"))] = kinds.get(str(c.get("kind")), 0) + 1
+    errors = sum(len(c.get("refutes") or []) for c in claims if c.get("kind") != "model")
+    modelled = sum(len(c.get("refutes") or []) for c in claims if c.get("kind") == "model")
+    by_kind = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+    out.print(f"{len(claims)} claims ({by_kind}); {errors} distinct seed errors expected "
+              f"refuted by running code" + (f", {modelled} by an analytic model" if modelled
+                                             else ""), style="dim")
 
 
 @app.command()

@@ -140,9 +140,17 @@ def marks(seed: str, claims: Iterable[Mapping[str, Any]]) -> list[Mark]:
                 start, end = (int(x) for x in ref["lines"])
                 out.append(Mark(cid, verdict, start, end, "checks"))
         for r in c.get("refutes") or []:
+            says = str(r.get("quote") or r.get("says", ""))
             if r.get("seed") == seed:
-                out.append(Mark(cid, verdict, int(r["line"]), int(r["line"]), "refutes",
-                                str(r.get("says", "")), str(r.get("correct", ""))))
+                end = r.get("to_line") if isinstance(r.get("to_line"), int) else int(r["line"])
+                out.append(Mark(cid, verdict, int(r["line"]), max(int(r["line"]), end),
+                                "refutes", says, str(r.get("correct", ""))))
+            for other in r.get("also") or []:  # the same error repeated elsewhere (issue 31)
+                if (isinstance(other, list | tuple) and len(other) == 2 and other[0] == seed
+                        and isinstance(other[1], int)):
+                    out.append(Mark(cid, verdict, other[1], other[1], "refutes",
+                                    f"(same error as {r.get('seed')}:{r.get('line')}) "
+                                    + str(r.get("says", "")), str(r.get("correct", ""))))
         for r in c.get("corrections") or []:
             if r.get("seed") == seed:
                 out.append(Mark(cid, verdict, int(r["line"]), int(r["line"]), "corrects",
@@ -226,7 +234,8 @@ def render_annotation(text: str, seed: str, claims: Iterable[Mapping[str, Any]],
     expected = origin is None
     covered = sum(1 for n in by_line if n <= len(lines))
     claim_ids = {m.claim_id for m in all_marks}
-    n_ref = sum(1 for m in all_marks if m.kind == "refutes")
+    n_ref = sum(1 for m in all_marks if m.kind == "refutes"  # distinct errors, not repeats
+                and not m.says.startswith("(same error as "))
     n_cor = sum(1 for m in all_marks if m.kind == "corrects")
     info = chapters.SEED_FILES[seed]
     summary = _t("summary", lang, claims=len(claim_ids), lines=covered, total=len(lines),

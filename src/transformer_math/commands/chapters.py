@@ -2,8 +2,9 @@
 
 For every section of ``transformer_math.chapters`` (000's §8.3.0-§8.3.8 and its tables, 004's
 chapters, the 003 concept page): the claims read in it (their first seed range falls there),
-the claims that cite any line of it, the refuted statements (``refutes``) and the cited
-corrections (``corrections``) on its lines. Nothing is run: this is the registry's map of the
+the claims that cite any line of it, the distinct seed errors (one per ``Refutation`` record,
+counted at its quoted line: the same definition as the report's) and the cited corrections
+(``corrections``) on its lines. Nothing is run: this is the registry's map of the
 textbook. Examples::
 
     tmath chapters
@@ -24,7 +25,7 @@ def section_counts() -> list[dict[str, Any]]:
     """One row per section: key, titles, claims read there, claims citing it, refuted
     statements and corrections on its lines, and the claim ids."""
     from transformer_math import chapters
-    from transformer_math.claims.registry import all_claims
+    from transformer_math.claims.registry import Kind, all_claims
 
     claims = all_claims()
     rows = []
@@ -37,8 +38,14 @@ def section_counts() -> list[dict[str, Any]]:
             "title_en": s.title_en, "title_zh": s.title_zh,
             "claims": sorted(c.id for c in claims if c.section == s.key),
             "citing": len(citing),
-            "refuted_statements": sum(1 for c in claims for r in c.refutes
-                                      if r.seed == s.seed and s.contains(r.line)),
+            "distinct_errors": sum(1 for c in claims if c.kind is not Kind.MODEL
+                                   for r in c.refutes
+                                   if r.seed == s.seed and s.contains(r.line)),
+            "modelled_errors": sum(1 for c in claims if c.kind is Kind.MODEL
+                                   for r in c.refutes
+                                   if r.seed == s.seed and s.contains(r.line)),
+            "by_kind": {k.value: n for k in Kind
+                        if (n := sum(1 for c in claims if c.section == s.key and c.kind is k))},
             "corrections": sum(1 for c in claims for r in c.corrections
                                if r.seed == s.seed and s.contains(r.line)),
         })
@@ -60,7 +67,7 @@ def chapters_command(
         output_file("--json", json_file)
     rows = section_counts()
     totals = {k: sum(r[k] if isinstance(r[k], int) else len(r[k]) for r in rows)
-              for k in ("claims", "refuted_statements", "corrections")}
+              for k in ("claims", "distinct_errors", "modelled_errors", "corrections")}
     if json_file is not None:
         text = json_text({"sections": rows, "totals": totals}, indent=2, ensure_ascii=False)
         if str(json_file) == "-":
@@ -70,12 +77,15 @@ def chapters_command(
         typer.echo(f"wrote {json_file}")
         return
     title = "title_zh" if lang == "zh" else "title_en"
-    typer.echo(f"{'section':<15}{'claims':>7}{'citing':>8}{'refuted':>9}{'corr.':>7}  title")
+    typer.echo(f"{'section':<15}{'claims':>7}{'citing':>8}{'errors':>8}{'corr.':>7}  title")
     for r in rows:
         typer.echo(f"{r['section']:<15}{len(r['claims']):>7}{r['citing']:>8}"
-                   f"{r['refuted_statements']:>9}{r['corrections']:>7}  {r[title]}")
-    typer.echo(f"{'total':<15}{totals['claims']:>7}{'':>8}{totals['refuted_statements']:>9}"
+                   f"{r['distinct_errors']:>8}{r['corrections']:>7}  {r[title]}")
+    typer.echo(f"{'total':<15}{totals['claims']:>7}{'':>8}{totals['distinct_errors']:>8}"
                f"{totals['corrections']:>7}")
+    typer.echo("errors: distinct seed errors shown by running code (one per refutation record, "
+               f"counted at its quoted line); {totals['modelled_errors']} more by an analytic "
+               "model")
 
 
 def register(app: typer.Typer) -> None:

@@ -12,6 +12,71 @@ UI: dict[str, dict[str, str]] = {
     "verdict.refuted": {"en": "refuted", "zh": "已驳斥"},
     "verdict.failed": {"en": "failed", "zh": "失败"},
     "verdict.cited": {"en": "cited", "zh": "引用"},
+    "verdict.inconclusive": {"en": "inconclusive", "zh": "尚无定论"},
+    "kind.measurement": {"en": "measurement", "zh": "测量"},
+    "kind.construction": {"en": "construction", "zh": "构造"},
+    "kind.code-audit": {"en": "code audit", "zh": "原文代码核查"},
+    "kind.model": {"en": "analytic model", "zh": "解析模型"},
+    "kind.cited": {"en": "cited", "zh": "引用"},
+    "kind.unknown": {"en": "unknown kind", "zh": "未知类型"},
+    "legend.title": {"en": "How to read a claim", "zh": "如何阅读一条论断"},
+    "legend.verdict.verified": {
+        "en": "the measurement agrees with the statement, and the seed's own version holds too",
+        "zh": "测量结果与论断一致，原文的说法也成立"},
+    "legend.verdict.refuted": {
+        "en": "the seed (the course text) is wrong here: the correct statement holds on the "
+              "same measurement and the seed's version, quoted, does not. It is a finding about "
+              "the text, not a failure of the project",
+        "zh": "原文（课程文本）在此处有误：同一测量下正确的论断成立，而引用的原文说法不成立。"
+              "这是关于原文的发现，不是本项目的失败"},
+    "legend.verdict.failed": {
+        "en": "the project's code disagrees with the theory: a bug, never hidden",
+        "zh": "本项目的代码与理论不符：这是缺陷，绝不隐藏"},
+    "legend.verdict.cited": {
+        "en": "not checkable on a computer; the primary sources are given",
+        "zh": "无法在计算机上检验；给出原始文献"},
+    "legend.verdict.inconclusive": {
+        "en": "the measurement ran, but at this size (or number of RNG seeds) it cannot decide "
+              "the statement; the notes say what would",
+        "zh": "测量已运行，但在此规模（或随机种子数）下无法判定该论断；备注说明需要什么条件"},
+    "legend.kind.measurement": {
+        "en": "an independently derived prediction compared with a value measured on library "
+              "code a user runs; its falsifier is a bug planted in that code",
+        "zh": "把独立推导的预测与在用户实际运行的库代码上测得的数值比较；证伪器是植入该代码的缺陷"},
+    "legend.kind.construction": {
+        "en": "a hand-built network or circuit shows that something is possible",
+        "zh": "手工构造的网络或电路说明某件事是可能的"},
+    "legend.kind.code-audit": {
+        "en": "the seed's own code or arithmetic, run or recomputed",
+        "zh": "运行或重算原文自己的代码或算术"},
+    "legend.kind.model": {
+        "en": "a conclusion of an analytic model (a roofline, a scaling law): the model's "
+              "verdict, not a measurement's",
+        "zh": "解析模型（roofline、缩放律）的结论：是模型的判断，不是测量的判断"},
+    "legend.kind.cited": {"en": "primary sources only", "zh": "仅引用原始文献"},
+    "legend.falsifier.term": {"en": "falsifier", "zh": "证伪器"},
+    "legend.falsifier": {
+        "en": "a real bug planted in the code the claim measures; the same check is run with it "
+              "and must fail, or the claim proves nothing",
+        "zh": "植入论断所测代码中的真实缺陷；用它重跑同一检验必须失败，否则该论断什么也证明不了"},
+    "legend.seed.term": {"en": "seed", "zh": "种子 / 原文"},
+    "legend.seed": {
+        "en": "two meanings: the seed documents (the course text, files 000, 003, 004) and the "
+              "random-number seed of a run (seed 0, 1, 2, ...)",
+        "zh": "两种含义：原文文档（课程文本 000、003、004）和一次运行的随机数种子（0、1、2……）"},
+    "report.distinct_errors": {"en": "distinct seed errors shown by running code",
+                               "zh": "由运行代码证实的原文错误（去重）"},
+    "report.modelled_errors": {"en": "seed errors by an analytic model",
+                               "zh": "由解析模型得出的原文错误"},
+    "report.quote": {"en": "the seed at {where}", "zh": "原文 {where}"},
+    "report.reading": {"en": "reading tested", "zh": "所检验的读法"},
+    "report.also_at": {"en": "the same error also at", "zh": "同一错误另见"},
+    "report.field.kind": {"en": "kind", "zh": "类型"},
+    "report.field.audit": {"en": "review notes", "zh": "审查说明"},
+    "report.field.review": {"en": "adversarial review", "zh": "对抗式审查"},
+    "report.decisive_conditions": {
+        "en": "What this run must reach to decide the statement",
+        "zh": "本次运行判定该论断所需满足的条件"},
     # --- the HTML report: page ---------------------------------------------------------------
     "report.title": {"en": "transformer-math: the chapter's claims, checked by running code",
                      "zh": "transformer-math：本章论断的代码验证"},
@@ -30,7 +95,7 @@ UI: dict[str, dict[str, str]] = {
     "report.seconds": {"en": "seconds", "zh": "秒"},
     "report.col.section": {"en": "section", "zh": "章节"},
     "report.col.checked": {"en": "statements checked", "zh": "已检验论断"},
-    "report.col.refutes": {"en": "seed statements refuted", "zh": "被驳斥的原文陈述"},
+    "report.col.refutes": {"en": "distinct seed errors", "zh": "原文错误（去重）"},
     "report.col.corrections": {"en": "cited corrections", "zh": "引文更正"},
     "report.total": {"en": "total", "zh": "合计"},
     "report.other_section": {"en": "Other (no seed line)", "zh": "其他（无原文行号）"},

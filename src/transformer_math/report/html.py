@@ -45,6 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from transformer_math import chapters, i18n
 from transformer_math.html_style import page_css
@@ -69,6 +70,7 @@ h2 { font-size: 1.3rem; margin: 2rem 0 .4rem; padding-bottom: .2rem;
 h3 { font-size: 1.05rem; margin: 0 0 .3rem; } h4 { font-size: .95rem; margin: .8rem 0 .3rem; }
 .verified { background: var(--green); } .refuted { background: var(--magenta); }
 .failed { background: var(--red); } .cited { background: var(--blue); }
+.inconclusive { background: #9a6700; } .kindtag { background: #6e7781; }
 .module { background: #6e7781; }
 [hidden] { display: none !important; }
 input, select, button { font: inherit; }
@@ -103,6 +105,9 @@ article.claim.v-verified { border-left-color: var(--green); }
 article.claim.v-refuted { border-left-color: var(--magenta); }
 article.claim.v-failed { border-left-color: var(--red); }
 article.claim.v-cited { border-left-color: var(--blue); }
+article.claim.v-inconclusive { border-left-color: #9a6700; }
+.quote { font-family: "Noto Serif CJK SC", "Noto Sans CJK SC", serif; }
+dl.legend { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; }
 article.claim .statement { font-size: 1.02rem; margin: .3rem 0 .5rem; }
 .falsifier { border-radius: 6px; padding: .45rem .7rem; margin: .6rem 0; }
 .falsifier.caught { background: #dafbe1; border: 1px solid #aceebb; }
@@ -123,7 +128,8 @@ details { margin: .5rem 0; } summary { cursor: pointer; color: var(--grey); }
 .note { color: var(--grey); }
 """
 
-_VERDICTS = ("verified", "refuted", "failed", "cited")
+_VERDICTS = ("verified", "refuted", "failed", "cited", "inconclusive")
+_KINDS = ("measurement", "construction", "code-audit", "model", "cited")
 
 # Filters: shown by the script (hidden without it), applied on every input; a claim is shown
 # when its verdict is ticked, its topic chosen (or all) and its text holds the search words.
@@ -195,6 +201,7 @@ class _Page:
     used: set[str] = field(default_factory=set)
     font: list[str] | None = None  # families for figure text; None: matplotlib's default
     figures_english: bool = False  # a zh page whose figures keep English labels (no CJK font)
+    review_base: str = ""  # relative link to docs/reviews/ from the page; "" when not found
 
     def ui(self, key: str, **values: Any) -> str:
         return i18n.ui(key, self.lang, **values)
@@ -312,7 +319,13 @@ def _holds(margin: Mapping[str, Any]) -> bool | None:
     return None
 
 
-def _margins_table(margins: Sequence[Any], page: _Page, *, seed: bool) -> str:
+def _kind_html(kind: Any, page: _Page) -> str:
+    word = page.ui(f"kind.{kind}") if kind in _KINDS else str(kind)
+    return f'<span class="badge kindtag">{_e(word)}</span>'
+
+
+def _margins_table(margins: Sequence[Any], page: _Page, *, seed: bool,
+                   decisive: bool = False) -> str:
     rows = []
     for m in margins:
         if not isinstance(m, Mapping):
@@ -334,7 +347,8 @@ def _margins_table(margins: Sequence[Any], page: _Page, *, seed: bool) -> str:
             f'<td class="num">{_number(m.get("slack"))}</td>{cell}</tr>')
     if not rows:
         return ""
-    heading = page.ui("report.seed_conditions" if seed else "report.conditions")
+    heading = page.ui("report.seed_conditions" if seed else
+                      "report.decisive_conditions" if decisive else "report.conditions")
     head = "".join(f"<th>{_e(page.ui(k))}</th>" for k in (
         "report.col.quantity", "report.col.threshold", "report.col.measured",
         "report.col.slack", "report.col.holds"))
@@ -434,12 +448,25 @@ def _falsifier_html(claim: Mapping[str, Any], page: _Page) -> str:
 
 def _seed_statement_html(kind: str, label: str, item: Mapping[str, Any], page: _Page,
                          source: bool) -> str:
-    where = f"{item.get('seed', DASH)}:{item.get('line', DASH)}"
-    parts = [f'<span class="kind">{_e(label)}</span>',
-             f"<div><b>{_e(page.ui('report.says', where=where))}:</b> "
-             f'<span class="says">{_e(page.text(item.get("says", DASH)))}</span></div>',
-             f"<div><b>{_e(page.ui('report.correct'))}:</b> "
-             f"{_e(page.text(item.get('correct', DASH)))}</div>"]
+    seed = item.get("seed", DASH)
+    line, to_line = item.get("line", DASH), item.get("to_line")
+    where = f"{seed}:{line}" + (f"-{to_line}" if isinstance(to_line, int) and to_line != line
+                                else "")
+    parts = [f'<span class="kind">{_e(label)}</span>']
+    if item.get("quote"):
+        parts.append(f"<div><b>{_e(page.ui('report.quote', where=where))}:</b> "
+                     f'<span class="quote">「{_e(item.get("quote"))}」</span></div>')
+    parts += [f"<div><b>{_e(page.ui('report.says', where=where))}:</b> "
+              f'<span class="says">{_e(page.text(item.get("says", DASH)))}</span></div>']
+    if item.get("reading"):
+        parts.append(f"<div><b>{_e(page.ui('report.reading'))}:</b> "
+                     f"{_e(page.text(item.get('reading')))}</div>")
+    parts.append(f"<div><b>{_e(page.ui('report.correct'))}:</b> "
+                 f"{_e(page.text(item.get('correct', DASH)))}</div>")
+    also = [a for a in item.get("also") or [] if isinstance(a, list | tuple) and len(a) == 2]
+    if also:
+        parts.append(f"<div><b>{_e(page.ui('report.also_at'))}:</b> "
+                     + _e(", ".join(f"{a[0]}:{a[1]}" for a in also)) + "</div>")
     if source and item.get("source"):
         parts.append(f"<div><b>{_e(page.ui('report.correction_source'))}:</b> "
                      f"{_e(item.get('source'))}</div>")
@@ -523,6 +550,16 @@ def _claim_html(claim: Mapping[str, Any], page: _Page) -> str:
     rows.append((page.ui("report.field.expected"),
                  expected + _e(page.ui("report.field.version", v=claim.get("version", 1)))))
     rows.append((page.ui("report.field.tier"), _e(claim.get("tier", DASH))))
+    if claim.get("kind"):
+        rows.append((page.ui("report.field.kind"), _kind_html(claim.get("kind"), page)))
+    if claim.get("audit"):
+        rows.append((page.ui("report.field.audit"), _e(claim.get("audit"))))
+    review = f"docs/reviews/{cid}.md"
+    if page.review_base and re.fullmatch(r"[a-z]+\.[a-z0-9-]+", cid):
+        rows.append((page.ui("report.field.review"),
+                     f'<a href="{_e(page.review_base + cid)}.md">{_e(review)}</a>'))
+    else:
+        rows.append((page.ui("report.field.review"), _e(review)))
     rows.append((page.ui("report.field.seconds"), _e(_seconds(claim.get("seconds")))))
     tolerance = claim.get("tolerance")
     if tolerance is not None:
@@ -564,6 +601,7 @@ def _claim_html(claim: Mapping[str, Any], page: _Page) -> str:
         f'<dl class="fields">\n{fields}\n</dl>\n'
         f"{_margins_table(claim.get('margins') or [], page, seed=False)}"
         f"{_margins_table(claim.get('seed_margins') or [], page, seed=True)}"
+        f"{_margins_table(claim.get('decisive') or [], page, seed=False, decisive=True)}"
         f"{values}{_per_seed_table(claim.get('per_seed'), page)}"
         f"{_falsifier_html(claim, page)}"
         f"{notes_html}{_details_html(claim.get('details'), page)}\n"
@@ -593,6 +631,13 @@ def _cards_html(summary: Mapping[str, Any], page: _Page) -> str:
     for v in _VERDICTS:
         cards.append(f'<div class="card"><b>{_e(summary.get(v, 0))}</b>'
                      f"{_badge(v, page.lang)}</div>")
+    errors = summary.get("distinct_errors")
+    if isinstance(errors, Mapping):
+        cards.append(f'<div class="card"><b>{_e(errors.get("measured", 0))}</b>'
+                     f"{_e(page.ui('report.distinct_errors'))}</div>")
+        if errors.get("modelled"):
+            cards.append(f'<div class="card"><b>{_e(errors.get("modelled", 0))}</b>'
+                         f"{_e(page.ui('report.modelled_errors'))}</div>")
     cards.append(
         f'<div class="card"><b>{_e(summary.get("falsifiers_caught", 0))}/'
         f"{_e(summary.get('falsifiers', 0))}</b>{_e(page.ui('report.falsifiers_caught'))}</div>")
@@ -612,21 +657,55 @@ def _section_summary_html(groups: Sequence[tuple[Any, list[Mapping[str, Any]]]],
             + f'<th class="num">{_e(page.ui("report.col.refutes"))}</th>'
             f'<th class="num">{_e(page.ui("report.col.corrections"))}</th>')
 
-    def row(title: str, claims: Sequence[Mapping[str, Any]], cls: str = "") -> str:
+    everything_refuted = [c for _, group in groups for c in group
+                          if c.get("verdict") == "refuted"]
+
+    def errors_in(section: Any) -> int:
+        """Distinct errors whose quoted line lies in ``section`` (None: the whole run), one per
+        refutation record of a refuted claim, wherever the claim is read (the same count as
+        ``tmath chapters``)."""
+        return sum(1 for c in everything_refuted for r in c.get("refutes") or []
+                   if isinstance(r, Mapping) and (section is None or _record_in(r, section)))
+
+    def row(title: str, claims: Sequence[Mapping[str, Any]], cls: str = "",
+            section: Any = None) -> str:
         counts = _counts(claims)
-        refutes = sum(len(c.get("refutes") or []) for c in claims)
+        refutes = errors_in(section)
         corrections = sum(len(c.get("corrections") or []) for c in claims)
         cells = "".join(f'<td class="num">{counts[v]}</td>' for v in _VERDICTS)
         return (f"<tr{cls}><td>{title}</td><td class=\"num\">{len(claims)}</td>{cells}"
                 f'<td class="num">{refutes}</td><td class="num">{corrections}</td></tr>')
 
-    rows = [row(f'<a href="#{_e(_section_id(s))}">{_e(_section_title(s, page))}</a>', group)
+    rows = [row(f'<a href="#{_e(_section_id(s))}">{_e(_section_title(s, page))}</a>', group,
+                section=s if s is not None else "other")
             for s, group in groups]
     everything = [c for _, group in groups for c in group]
     rows.append(row(_e(page.ui("report.total")), everything, ' class="total"'))
     return (f"<h3>{_e(page.ui('report.summary_by_section'))}</h3>"
             f'<table class="grid by-section"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>")
+
+
+def _record_in(record: Mapping[str, Any], section: Any) -> bool:
+    """Whether a refutation record's quoted line lies in ``section`` ("other": in none)."""
+    line = record.get("line")
+    if not isinstance(line, int):
+        return section == "other"
+    found = chapters.section_of(str(record.get("seed")), line)
+    if section == "other":
+        return found is None
+    return found is not None and found.key == section.key
+
+
+def _legend_html(page: _Page) -> str:
+    """What the verdicts, the kinds, a falsifier and the two meanings of "seed" mean."""
+    items = [(_badge(v, page.lang), page.ui(f"legend.verdict.{v}")) for v in _VERDICTS]
+    items += [(_kind_html(k, page), page.ui(f"legend.kind.{k}")) for k in _KINDS]
+    items += [(_e(page.ui("legend.falsifier.term")), page.ui("legend.falsifier")),
+              (_e(page.ui("legend.seed.term")), page.ui("legend.seed"))]
+    body = "".join(f"<dt>{term}</dt><dd>{_e(text)}</dd>" for term, text in items)
+    return (f'<details class="legend" open><summary>{_e(page.ui("legend.title"))}</summary>'
+            f'<dl class="legend">{body}</dl></details>')
 
 
 def _toc_html(groups: Sequence[tuple[Any, list[Mapping[str, Any]]]], page: _Page) -> str:
@@ -683,6 +762,21 @@ def _sections_html(groups: Sequence[tuple[Any, list[Mapping[str, Any]]]], page: 
     return "\n".join(out)
 
 
+def _review_base(out_dir: Path) -> str:
+    """The relative link from ``out_dir`` to the checkout's ``docs/reviews/`` (issue 31: the
+    report links each claim's review), or "" when the package does not sit in a checkout."""
+    import os
+
+    reviews = Path(__file__).resolve().parents[3] / "docs" / "reviews"
+    if not reviews.is_dir():
+        return ""
+    try:
+        rel = os.path.relpath(reviews, Path(out_dir).resolve())
+    except ValueError:  # another drive
+        return ""
+    return "/".join(quote(part) for part in Path(rel).parts) + "/"
+
+
 def render_report(results_json: dict[str, Any], out_dir: Path, *, lang: str = "en") -> Path:
     """Write the HTML report of a results document into ``out_dir``; return ``index.html``'s path.
 
@@ -704,7 +798,7 @@ def render_report(results_json: dict[str, Any], out_dir: Path, *, lang: str = "e
     for key, value in summary_from_claims(claims).items():
         summary.setdefault(key, value)
 
-    page = _Page(lang=lang, out_dir=out_dir)
+    page = _Page(lang=lang, out_dir=out_dir, review_base=_review_base(out_dir))
     has_figures = any(c.get("figures") for c in claims)
     if lang == "zh" and has_figures:
         family = cjk_font()
@@ -742,6 +836,7 @@ def render_report(results_json: dict[str, Any], out_dir: Path, *, lang: str = "e
 <section id="summary">
 <h2>{_e(page.ui("report.summary"))}</h2>
 {_cards_html(summary, page)}
+{_legend_html(page)}
 {_section_summary_html(groups, page)}
 </section>
 {_toc_html(groups, page)}

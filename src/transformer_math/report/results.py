@@ -40,7 +40,7 @@ CLAIM_KEYS: tuple[str, ...] = (
     "seconds",
 )
 
-VERDICTS: tuple[str, ...] = ("verified", "refuted", "failed", "cited")
+VERDICTS: tuple[str, ...] = ("verified", "refuted", "failed", "cited", "inconclusive")
 
 
 def to_jsonable(value: Any) -> Any:
@@ -149,9 +149,22 @@ def summary_from_claims(claims: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         or (isinstance(c.get("falsifier"), Mapping) and c["falsifier"].get("caught") is False)
     )
     seconds = sum(float(c.get("seconds") or 0.0) for c in claims)
+    by_kind: dict[str, dict[str, int]] = {}
+    errors = {"measured": 0, "modelled": 0, "lines": 0}
+    for c in claims:
+        kind, verdict = str(c.get("kind") or "undeclared"), str(c.get("verdict"))
+        by_kind.setdefault(kind, {})
+        by_kind[kind][verdict] = by_kind[kind].get(verdict, 0) + 1
+        if verdict == "refuted":
+            for r in c.get("refutes") or []:
+                if isinstance(r, Mapping):
+                    errors["modelled" if kind == "model" else "measured"] += 1
+                    errors["lines"] += 1 + len(r.get("also") or [])
     return {
         "total": len(claims),
         **counts,
+        "by_kind": by_kind,
+        "distinct_errors": errors,
         "falsifiers": len(with_verdict),
         "falsifiers_caught": sum(1 for f in with_verdict if f.get("caught")),
         "problems": problems,

@@ -28,6 +28,7 @@ VERDICT_STYLES: dict[str, str] = {
     "refuted": "bold magenta",
     "failed": "bold red",
     "cited": "bold blue",
+    "inconclusive": "bold yellow",
 }
 
 
@@ -103,6 +104,7 @@ def results_table(claims: Iterable[Mapping[str, Any]], *, title: str | None = No
     table = Table(title=title, box=box.SIMPLE_HEAVY, header_style="bold", pad_edge=False)
     table.add_column("claim", no_wrap=True, overflow="fold")
     table.add_column("verdict", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
     table.add_column("predicted", overflow="fold")
     table.add_column("measured", overflow="fold")
     table.add_column("falsifier caught", justify="center", no_wrap=True)
@@ -111,6 +113,7 @@ def results_table(claims: Iterable[Mapping[str, Any]], *, title: str | None = No
         table.add_row(
             str(c.get("id")),
             verdict_text(c.get("verdict")),
+            str(c.get("kind") or DASH),
             format_value(c.get("predicted")),
             format_value(c.get("measured")),
             falsifier_text(c.get("falsifier")),
@@ -132,6 +135,11 @@ def summary_text(
         if i:
             text.append(", ")
         text.append(f"{s.get(verdict, 0)} {verdict}", style=VERDICT_STYLES[verdict])
+    errors = s.get("distinct_errors")
+    if isinstance(errors, Mapping):
+        text.append(f"; {errors.get('measured', 0)} distinct seed errors shown by running code")
+        if errors.get("modelled"):
+            text.append(f" (+{errors['modelled']} by an analytic model)")
     text.append(f"; falsifiers caught {s.get('falsifiers_caught', 0)}/{s.get('falsifiers', 0)}")
     problems = int(s.get("problems", 0) or 0)
     text.append("; ")
@@ -184,6 +192,7 @@ def claims_list_table(claims: Iterable[Mapping[str, Any]], *, statement_chars: i
     table = Table(box=box.SIMPLE_HEAVY, header_style="bold", pad_edge=False)
     table.add_column("claim", no_wrap=True, min_width=38)
     table.add_column("tier", no_wrap=True, min_width=5)
+    table.add_column("kind", no_wrap=True)
     table.add_column("expects", no_wrap=True)
     table.add_column("source", no_wrap=True, overflow="ellipsis", max_width=28)
     table.add_column("falsifier", no_wrap=True, overflow="ellipsis", max_width=28)
@@ -193,6 +202,7 @@ def claims_list_table(claims: Iterable[Mapping[str, Any]], *, statement_chars: i
         table.add_row(
             str(c.get("id")),
             str(c.get("tier")),
+            str(c.get("kind") or DASH),
             str(c.get("expected") or DASH),
             str(c.get("source")),
             str(falsifier.get("name")) if isinstance(falsifier, Mapping) else DASH,
@@ -221,6 +231,7 @@ def claim_detail(c: Mapping[str, Any]) -> RenderableType:
             [
                 ("claim", Text(str(c.get("id")), style="bold")),
                 ("verdict", verdict_text(c.get("verdict"))),
+                ("kind", str(c.get("kind") or DASH)),
                 ("tier", str(c.get("tier"))),
                 ("source", str(c.get("source"))),
                 ("statement", str(c.get("statement"))),
@@ -234,7 +245,10 @@ def claim_detail(c: Mapping[str, Any]) -> RenderableType:
                 ("section", f"{c.get('section') or DASH}"
                             + (f" (project {c['module']})" if c.get("module") else "")),
                 ("per seed", full(c.get("per_seed"))),
+                ("pass conditions", full(c.get("margins"))),
                 ("seed's version", full(c.get("seed_margins"))),
+                ("decisive", full(c.get("decisive"))),
+                ("review notes", str(c.get("audit") or DASH)),
                 ("seconds", full(c.get("seconds"))),
             ]
         )
