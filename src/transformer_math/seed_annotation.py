@@ -31,7 +31,7 @@ from transformer_math import chapters, i18n
 MAX_SEED_BYTES = 8 * 1024 * 1024
 
 #: Which verdict colours a line covered by several claims: the most alarming one.
-_SEVERITY = {"failed": 4, "refuted": 3, "verified": 2, "cited": 1, None: 0}
+_SEVERITY = {"failed": 4, "refuted": 3, "inconclusive": 2, "verified": 2, "cited": 1, None: 0}
 
 _LABELS: dict[str, dict[str, str]] = {
     "title": {"en": "Seed {seed}, annotated with its claims",
@@ -176,12 +176,13 @@ nav.toc { columns: 2; font-size: .9rem; margin: .8rem 0 1.2rem; }
 .ln.v-refuted { border-left-color: var(--magenta); background: #f7f3fd; }
 .ln.v-failed { border-left-color: var(--red); background: #fdf2f2; }
 .ln.v-cited { border-left-color: var(--blue); background: #f2f7fd; }
+.ln.v-inconclusive { border-left-color: #9a6700; background: #fdf8ec; }
 .badges { grid-column: 2; margin: .1rem 0 .2rem; }
 .badge { display: inline-block; padding: 0 .5rem; margin: 0 .3rem .1rem 0; border-radius: 1rem;
          color: #fff; font-size: .78rem; text-decoration: none; }
 .b-verified { background: var(--green); } .b-refuted { background: var(--magenta); }
 .b-failed { background: var(--red); } .b-cited { background: var(--blue); }
-.b-none { background: var(--grey); }
+.b-none { background: var(--grey); } .b-inconclusive { background: #9a6700; }
 .note { grid-column: 2; border: 1px solid #d0d7de; border-radius: 6px; padding: .3rem .6rem;
         margin: .2rem 0 .4rem; font-size: .9rem; white-space: normal; background: #fff; }
 .note.refutes { border-color: var(--magenta); } .note.corrects { border-color: var(--blue); }

@@ -145,7 +145,8 @@ def summary_from_claims(claims: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         1
         for c in claims
         if c.get("verdict") == "failed"
-        or c.get("expected_met") is False
+        or (c.get("expected_met") is False
+            and "inconclusive" not in (c.get("verdict"), c.get("expected")))
         or (isinstance(c.get("falsifier"), Mapping) and c["falsifier"].get("caught") is False)
     )
     seconds = sum(float(c.get("seconds") or 0.0) for c in claims)

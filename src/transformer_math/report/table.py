@@ -167,7 +167,8 @@ def problem_lines(claims: Iterable[Mapping[str, Any]]) -> list[Text]:
             lines.append(
                 Text.assemble(("FAILED ", "bold red"), (str(c.get("id")), "bold"), f": {reason}")
             )
-        if c.get("expected_met") is False and c.get("verdict") != "failed":
+        undecided = "inconclusive" in (c.get("verdict"), c.get("expected"))
+        if c.get("expected_met") is False and c.get("verdict") != "failed" and not undecided:
             lines.append(
                 Text.assemble(
                     ("UNEXPECTED VERDICT ", "bold red"),
