@@ -310,5 +310,6 @@ def annotate(seed_file: str | Path, out_dir: str | Path, *,
     page = render_annotation(text, seed_id, claims, lang=lang, identified=identified,
                              evidence_href=href, origin=results_origin if results else None)
     path = out / (f"{seed_id}.zh.html" if lang == "zh" else f"{seed_id}.html")
-    path.write_text(page, encoding="utf-8")
-    return path
+    from transformer_math import safe_write
+
+    return safe_write.write_text(path, page)

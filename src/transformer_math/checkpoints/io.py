@@ -44,6 +44,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from transformer_math import safe_write
 from transformer_math.checkpoints.adapters import ADAPTERS, Adapter, Rule
 from transformer_math.checkpoints.adapters.keys import token_ids
 from transformer_math.checkpoints.files import (
@@ -452,17 +453,6 @@ def generation_config(info: CheckpointInfo) -> dict[str, Any]:
 _SHARD = re.compile(r"model-\d{5}-of-\d{5}\.safetensors")
 
 
-def _remove_stale_weights(root: Path) -> None:
-    """Remove the weight files a previous save left (``model.safetensors``, the index and its
-    ``model-XXXXX-of-YYYYY.safetensors`` shards), so that a new save is never shadowed by, or
-    mixed with, an old one (only plain names directly in ``root``; links are unlinked, never
-    followed)."""
-    for entry in root.iterdir():
-        stale = entry.name in ("model.safetensors", INDEX) or _SHARD.fullmatch(entry.name)
-        if stale and (entry.is_symlink() or entry.is_file()):
-            entry.unlink()
-
-
 def parameter_breakdown(path: str | Path) -> tuple[TransformerConfig, CheckpointInfo,
                                                    dict[str, int]]:
     """(config, info, ``Transformer.parameter_breakdown()``) of an HF directory, from its
@@ -492,8 +482,13 @@ def save_pretrained(model: Transformer, path: str | Path, *, max_shard_bytes: in
     """Write ``config.json``, ``generation_config.json`` (the token ids, when any is set) and
     ``model.safetensors`` (or shards + index past ``max_shard_bytes``) in the HF layout of
     ``info.family`` (default ``model.checkpoint_info``, else the family whose preset the config
-    is); weight files of an earlier save in ``path`` (``model.safetensors``, the index, its
-    shards) are removed first. Returns the directory."""
+    is). Returns the directory.
+
+    The folder is written into a temporary sibling and swapped in whole
+    (:func:`transformer_math.safe_write.replacing_folder`): a save killed half-way leaves the
+    earlier save intact, and a link at ``path`` or at a file in it is replaced, never followed.
+    Weight files of an earlier save (``model.safetensors``, the index, its shards) are not
+    carried over; any other plain file of the old folder (a tokenizer) is."""
     from safetensors.torch import save_file
 
     if not isinstance(model, Transformer):
@@ -506,18 +501,29 @@ def save_pretrained(model: Transformer, path: str | Path, *, max_shard_bytes: in
     cfg = config_to_file(model.config, info)
     cfg["dtype"] = str(next(model.parameters()).dtype).removeprefix("torch.")
     tensors = export_state_dict(model, info)
-    root = Path(path)
-    root.mkdir(parents=True, exist_ok=True)
-    _remove_stale_weights(root)
+    target = Path(path)
+    with safe_write.replacing_folder(target, carry=_carried) as root:
+        _write_hf(root, cfg, generation_config(info), tensors, max_shard_bytes, save_file)
+    return target
+
+
+def _carried(entry: Path) -> bool:
+    """Files of an earlier save that a new save keeps: all but the ones it writes itself and
+    the weight files of the earlier save (so the new weights are never mixed with old ones)."""
+    ours = entry.name in ("config.json", GENERATION_CONFIG, "model.safetensors", INDEX)
+    return not (ours or _SHARD.fullmatch(entry.name))
+
+
+def _write_hf(root: Path, cfg: dict[str, Any], gen: dict[str, Any], tensors: dict[str, Tensor],
+              max_shard_bytes: int | None, save_file: Any) -> None:
     (root / "config.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
-    gen = generation_config(info)
     if gen:
         (root / GENERATION_CONFIG).write_text(json.dumps(gen, indent=2, sort_keys=True) + "\n")
     meta = {"format": "pt"}
     total = sum(t.numel() * t.element_size() for t in tensors.values())
     if max_shard_bytes is None or total <= max_shard_bytes:
         save_file(tensors, str(root / "model.safetensors"), metadata=meta)
-        return root
+        return
     shards: list[dict[str, Tensor]] = [{}]
     size = 0
     for name in sorted(tensors):
@@ -534,7 +540,6 @@ def save_pretrained(model: Transformer, path: str | Path, *, max_shard_bytes: in
         weight_map.update({name: fname for name in shard})
     index = {"metadata": {"total_size": total}, "weight_map": weight_map}
     (root / "model.safetensors.index.json").write_text(json.dumps(index, indent=2) + "\n")
-    return root
 
 
 # ------------------------------------------------------------------------------ Meta layout
@@ -585,8 +590,10 @@ def meta_state_dict(model: Transformer) -> dict[str, Tensor]:
 def save_meta(model: Transformer, path: str | Path) -> Path:
     """Write ``params.json`` + ``consolidated.00.pth`` (Meta layout); returns the directory."""
     cfg = config_to_file(model.config, CheckpointInfo(family="meta"))
-    root = Path(path)
-    root.mkdir(parents=True, exist_ok=True)
-    torch.save(meta_state_dict(model), root / "consolidated.00.pth")
-    (root / "params.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
-    return root
+    target = Path(path)
+    state = meta_state_dict(model)
+    with safe_write.replacing_folder(
+            target, carry=lambda e: e.name not in ("consolidated.00.pth", "params.json")) as root:
+        torch.save(state, root / "consolidated.00.pth")
+        (root / "params.json").write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+    return target

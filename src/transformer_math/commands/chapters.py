@@ -18,6 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
+from transformer_math import safe_write
 from transformer_math.commands.args import fail, json_text, output_file
 
 
@@ -73,7 +74,7 @@ def chapters_command(
         if str(json_file) == "-":
             typer.echo(text)
             return
-        json_file.write_text(text + "\n", encoding="utf-8")
+        safe_write.write_text(json_file, text + "\n")
         typer.echo(f"wrote {json_file}")
         return
     title = "title_zh" if lang == "zh" else "title_en"

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from transformer_math import safe_write
 from transformer_math.commands.args import (
     fail,
     integer,
@@ -247,7 +248,7 @@ def doctor(
             typer.echo(text, nl=False)
         else:
             try:
-                json_file.write_text(text, encoding="utf-8")
+                safe_write.write_text(json_file, text)
             except OSError as exc:
                 fail(f"cannot write --json file {str(json_file)!r}: {exc.strerror or exc}")
             out.print(f"wrote {json_file}", style="dim")

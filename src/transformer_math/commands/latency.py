@@ -158,7 +158,9 @@ def _figure(lm: object, shape: object, hw: object, tokens: int, path: object) ->
     ax.set_title(f"latency on {hw.name}")  # type: ignore[attr-defined]
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path)
+    from transformer_math import safe_write
+
+    safe_write.save_figure(fig, path)
     plt.close(fig)
 
 

@@ -26,6 +26,7 @@ from typing import Annotated
 
 import typer
 
+from transformer_math import safe_write
 from transformer_math.commands.args import (
     MAX_SEED,
     MAX_SEEDS,
@@ -143,7 +144,7 @@ def mutants(
         doc = {"tier": tier, "size": size, "seed": seed, "seeds": seeds,
                "pattern": pattern, "bug_pattern": bug_pattern, **report.to_json()}
         try:
-            json_file.write_text(json.dumps(doc, indent=2) + "\n")
+            safe_write.write_text(json_file, json.dumps(doc, indent=2) + "\n")
         except OSError as exc:
             _fail(f"cannot write --json file {str(json_file)!r}: {exc.strerror or exc}")
         out.write(f"wrote {json_file}\n")
@@ -192,7 +193,7 @@ def _doctor_matrix(bug_pattern: str | None, json_file: Path | None, *, seed: int
         doc = {"seed": seed, "bug_pattern": bug_pattern, "checks": checks, "models": models,
                "first_flag": first_flag, **matrix.to_json()}
         try:
-            json_file.write_text(json.dumps(doc, indent=2) + "\n")
+            safe_write.write_text(json_file, json.dumps(doc, indent=2) + "\n")
         except OSError as exc:
             _fail(f"cannot write --json file {str(json_file)!r}: {exc.strerror or exc}")
         out.write(f"wrote {json_file}\n")

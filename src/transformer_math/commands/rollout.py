@@ -120,7 +120,9 @@ def _plot(env_name: str, env: Any, trail: np.ndarray, rewards: list[float], out:
     ax.set_title(f"{env_name}: return {sum(rewards):.3f}")
     ax.legend(loc="best")
     fig.tight_layout()
-    fig.savefig(out, dpi=100)
+    from transformer_math import safe_write
+
+    safe_write.save_figure(fig, out, dpi=100)
     plt.close(fig)
 
 

@@ -249,7 +249,9 @@ def _draw(report: dict[str, Any], path: Path) -> None:
     fig.suptitle(f"RoPE {report['rope_type']}: head_dim {report['head_dim']}, base "
                  f"{report['base']:g}, L_train {report['train_len']}, L_test {report['seq_len']}")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    from transformer_math import safe_write
+
+    safe_write.save_figure(fig, path, dpi=120)
     plt.close(fig)
 
 

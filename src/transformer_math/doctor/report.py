@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from transformer_math import safe_write
 from transformer_math.html_style import page_css
 
 _CSS = page_css(max_width="1200px") + """
@@ -208,8 +209,7 @@ def draw_figures(figures: Mapping[str, Any], folder: Path) -> list[dict[str, str
                 raise TypeError(f"figure data must be an object, got {type(data).__name__}")
             fig = draw(data)
             file = figure_filename(name)
-            folder.mkdir(parents=True, exist_ok=True)
-            fig.savefig(folder / file, format="png")
+            safe_write.save_figure(fig, safe_write.real_dir(folder) / file, format="png")
         except Exception as exc:  # a malformed figure is a note in the page, never fatal
             drawn.append({"name": name, "caption": caption,
                           "error": f"{type(exc).__name__}: {exc}"})
@@ -309,10 +309,8 @@ def write_report(diagnosis: Any, out_dir: str | Path) -> Path:
 
     doc = _as_document(diagnosis)
     out = Path(out_dir)
-    folder = out / "figures"
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("*.png"):
-        old.unlink()
+    folder = safe_write.real_dir(out / "figures")  # a link there is replaced, never followed
+    safe_write.remove_own_files(folder, keep=lambda p: p.suffix != ".png")
     findings = [f for f in doc.get("findings") or [] if isinstance(f, Mapping)]
     figures = doc.get("figures") or {}
     if not isinstance(figures, Mapping):
@@ -367,6 +365,4 @@ judged against, so it can be re-judged.</footer>
 </html>
 """
     write_json(doc, out / "diagnosis.json")
-    index = out / "index.html"
-    index.write_text(page, encoding="utf-8")
-    return index
+    return safe_write.write_text(out / "index.html", page)

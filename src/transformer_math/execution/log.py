@@ -141,7 +141,7 @@ class ResultsLog:
             raise LogError(f"{key.label()} is already in {self.path}")
         line = json.dumps({"claim": key.claim, "version": version, "seed": key.seed,
                            "payload": payload}, allow_nan=False, separators=(",", ":")) + "\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0))
         try:
             data = line.encode("utf-8")
             written = os.write(fd, data)

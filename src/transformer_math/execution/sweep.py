@@ -38,12 +38,13 @@ import dataclasses
 import itertools
 import json
 import math
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from transformer_math import safe_write
 
 MAX_TASKS = 100_000
 """Most tasks (grid points x seeds) one sweep runs."""
@@ -258,14 +259,11 @@ class RowLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.write_text("")
+        safe_write.write_text(path, "")  # a link there is replaced, never followed
 
     def append(self, row: Mapping[str, Any]) -> None:
         line = json.dumps({k: _finite_or_none(v) for k, v in row.items()}, allow_nan=False)
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write(line + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        safe_write.append_line(self.path, line)
 
 
 def _finite_or_none(value: Any) -> Any:
@@ -343,8 +341,8 @@ def metric_names(plan: SweepPlan, rows: Sequence[Mapping[str, Any]]) -> list[str
 def write_outputs(run: SweepRun, out: Path) -> None:
     """``results.parquet``, ``sweep.json`` and ``sweep.png`` of a finished sweep."""
     write_parquet(run, out / PARQUET_FILE)
-    (out / SUMMARY_FILE).write_text(json.dumps(summary(run), indent=1, allow_nan=False) + "\n",
-                                    encoding="utf-8")
+    safe_write.write_text(out / SUMMARY_FILE,
+                          json.dumps(summary(run), indent=1, allow_nan=False) + "\n")
     draw_sweep(run, out / FIGURE_FILE)
 
 
@@ -362,7 +360,9 @@ def write_parquet(run: SweepRun, path: Path) -> None:
     for name in run.metrics:
         columns[name] = pa.array([r.get(name) for r in run.rows], type=pa.float64())
     columns["seconds"] = pa.array([r["seconds"] for r in run.rows], type=pa.float64())
-    pq.write_table(pa.table(columns), path)
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table(columns), sink)
+    safe_write.write_bytes(path, sink.getvalue().to_pybytes())
 
 
 def _arrow_type(values: Sequence[Any]) -> Any:
@@ -493,7 +493,7 @@ def draw_sweep(run: SweepRun, path: Path) -> None:
         ax.set_visible(False)
     plan = run.plan
     fig.suptitle(f"{plan.experiment} ({plan.size}), {len(plan.seeds)} seed(s)", fontsize=10)
-    fig.savefig(path, format="png", dpi=100)
+    safe_write.save_figure(fig, path, format="png", dpi=100)
 
 
 def _is_power_of_two(x: float) -> bool:

@@ -275,7 +275,6 @@ def draw_figure(figure: Any, path: Path, *, dpi: int = 100,
         else:
             ax.legend(fontsize="small")
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png")
-    return path
+    from transformer_math import safe_write
+
+    return safe_write.save_figure(fig, Path(path), format="png")

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from transformer_math import chapters, i18n
+from transformer_math import chapters, i18n, safe_write
 from transformer_math.html_style import page_css
 from transformer_math.report.figures import (
     LATIN_FAMILY,
@@ -788,10 +788,8 @@ def render_report(results_json: dict[str, Any], out_dir: Path, *, lang: str = "e
     i18n.check_lang(lang)
     validate_results(results_json)
     out_dir = Path(out_dir)
-    figures_dir = out_dir / "figures"
-    figures_dir.mkdir(parents=True, exist_ok=True)
-    for old in figures_dir.glob("*.png"):
-        old.unlink()
+    figures_dir = safe_write.real_dir(out_dir / "figures")  # a link there is replaced
+    safe_write.remove_own_files(figures_dir, keep=lambda p: p.suffix != ".png")
 
     claims = list(results_json["claims"])
     summary: dict[str, Any] = dict(results_json.get("summary") or {})
@@ -850,7 +848,5 @@ def render_report(results_json: dict[str, Any], out_dir: Path, *, lang: str = "e
 </html>
 """
     write_json(results_json, out_dir / "results.json")
-    index = out_dir / "index.html"
-    index.write_text(page_html, encoding="utf-8")
-    return index
+    return safe_write.write_text(out_dir / "index.html", page_html)
 

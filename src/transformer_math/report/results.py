@@ -179,11 +179,11 @@ def dumps(document: Any) -> str:
 
 
 def write_json(document: Any, path: Path) -> Path:
-    """Write ``document`` as strict JSON to ``path`` (parent folders are created)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(dumps(document), encoding="utf-8")
-    return path
+    """Write ``document`` as strict JSON to ``path`` atomically (parent folders are created; a
+    link at ``path`` is replaced, never followed: :mod:`transformer_math.safe_write`)."""
+    from transformer_math import safe_write
+
+    return safe_write.write_text(path, dumps(document))
 
 
 MAX_RESULTS_BYTES = 64 * 2**20

@@ -367,7 +367,11 @@ def save_policy(policy: nn.Module, path: str | Path) -> None:
     """safetensors checkpoint with ``kind`` and ``config`` (JSON) in the metadata (one file)."""
     tensors = _checked_state(policy)
     meta = {"kind": policy.kind, "config": json.dumps(asdict(policy.config))}
-    save_file(tensors, str(path), metadata=meta)
+    from safetensors.torch import save as save_bytes
+
+    from transformer_math import safe_write
+
+    safe_write.write_bytes(path, save_bytes(tensors, metadata=meta))
 
 
 def policy_config_json(policy: nn.Module) -> dict[str, Any]:
@@ -388,9 +392,14 @@ def save_pretrained(policy: nn.Module, directory: str | Path) -> None:
                          f"{str(directory)!r}")
     tensors = _checked_state(policy)
     text = json.dumps(policy_config_json(policy), indent=2, allow_nan=False)
-    directory.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, str(directory / WEIGHTS_NAME), metadata={"format": "pt"})
-    (directory / CONFIG_NAME).write_text(text + "\n", encoding="utf-8")
+    from transformer_math import safe_write
+
+    # Written into a temporary sibling and swapped in whole: a save killed half-way leaves the
+    # old policy intact, and links in the folder are replaced, never followed.
+    with safe_write.replacing_folder(
+            directory, carry=lambda e: e.name not in (WEIGHTS_NAME, CONFIG_NAME)) as root:
+        save_file(tensors, str(root / WEIGHTS_NAME), metadata={"format": "pt"})
+        (root / CONFIG_NAME).write_text(text + "\n", encoding="utf-8")
 
 
 def load_policy(path: str | Path) -> nn.Module:
