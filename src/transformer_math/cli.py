@@ -440,6 +440,7 @@ def verify(
 
     from transformer_math.claims.registry import all_claims, select_claims
     from transformer_math.execution.executors import ExecutorError
+    from transformer_math.execution.log import LogError
     from transformer_math.execution.tasks import RunSettings
     from transformer_math.report.results import build_results
     from transformer_math.report.table import problem_lines, results_table, summary_text
@@ -458,7 +459,7 @@ def verify(
         with internal_work():  # claims run on validated input: a ValueError here is ours
             results, info = (_execute(claims, settings, workers=workers, address=address,
                                       log=log, profile=profile) if claims else ([], None))
-    except ExecutorError as exc:
+    except (ExecutorError, LogError) as exc:  # LogError: an append failed (a full disk)
         raise UsageError(str(exc)) from None
     document = build_results(results, seed=seed, tier=tier, size=size, pattern=pattern,
                              seeds=seeds, run=info.to_json() if info is not None else None)
@@ -467,6 +468,8 @@ def verify(
     if results:
         out.print(results_table(document["claims"]))
     out.print(summary_text(document["summary"]))
+    for note in (info.notes if info is not None else []):
+        out.print(note, style="dim")
     for line in problem_lines(document["claims"]):
         out.print(line)
     if profile and results:

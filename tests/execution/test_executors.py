@@ -130,7 +130,7 @@ def test_bad_execution_options_are_one_line_errors(tmp_path, extra, message):
 
 def test_resume_with_other_settings_is_refused(tmp_path):
     log = tmp_path / "run.jsonl"
-    ResultsLog.create(log, SETTINGS)
+    ResultsLog.create(log, SETTINGS).close()  # released: the subprocess may take the lock
     res = subprocess.run([*TMATH, "verify", "-k", WHOLE, "--size", "tiny", "--seeds", "3",
                           "--resume", str(log)], capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and "seeds 2 (this run 3)" in res.stderr, res.stderr
@@ -152,3 +152,19 @@ def test_a_claim_registered_outside_the_package_is_refused_on_ray(monkeypatch):
     monkeypatch.setattr(executors, "start_ray", lambda **kw: pytest.fail("Ray was started"))
     with pytest.raises(ExecutorError, match=r"demo\.outside.*--workers 1"):
         execute([claim], SETTINGS, workers=2)
+
+
+def test_a_tampered_verdict_in_the_log_is_refused(tmp_path):
+    """``--resume`` recomputes each logged verdict from its margins (issue 39): a line whose
+    verdict was edited ('verified' -> 'refuted', margins unchanged) is refused."""
+    from transformer_math.execution.log import LogError
+
+    path = tmp_path / "run.jsonl"
+    log = ResultsLog.create(path, SETTINGS)
+    execute([get_claim(WHOLE)], SETTINGS, log=log)
+    log.close()
+    lines = path.read_text().splitlines()
+    assert '"verified"' in lines[1]
+    path.write_text("\n".join([lines[0], lines[1].replace('"verified"', '"refuted"', 1)]) + "\n")
+    with pytest.raises(LogError, match="not the one its margins imply"):
+        ResultsLog.open(path, SETTINGS, {WHOLE: get_claim(WHOLE).version})

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from transformer_math import __version__
+
 from transformer_math.claims.seeds import SeedRun
 from transformer_math.execution import codec, log
 from transformer_math.execution.log import LogError, ResultsLog
@@ -96,10 +98,11 @@ def _line(claim=CLAIM, version=2, seed=0, **payload) -> str:
     ("HEADER\n" + _line(kind="seed", seconds=-1) + "\n",
      "seconds must be a non-negative number"),
     ("HEADER\n" + _line(seed=1, **_payload(0)) + "\n", "not that seed's run"),
+    ("HEADER\n" + _line(claim="demo.unknown-claim") + "\n", "not registered in this version"),
 ])
 def test_malformed_logs_are_errors_naming_the_line(tmp_path, text, message):
     header = json.dumps({"kind": log.KIND, "format": log.FORMAT,
-                         "settings": SETTINGS.to_json(), "version": "x"})
+                         "settings": SETTINGS.to_json(), "version": __version__})
     path = tmp_path / "bad.jsonl"
     path.write_text(text.replace("HEADER", header))
     with pytest.raises(LogError, match=message):
@@ -112,3 +115,48 @@ def test_size_limit(tmp_path, monkeypatch):
     monkeypatch.setattr(log, "MAX_BYTES", 100)
     with pytest.raises(LogError, match="above the 100-byte limit"):
         ResultsLog.open(path, SETTINGS, VERSIONS)
+
+
+def test_a_log_from_another_version_is_refused(tmp_path):
+    path = tmp_path / "old.jsonl"
+    header = json.dumps({"kind": log.KIND, "format": log.FORMAT,
+                         "settings": SETTINGS.to_json(), "version": "0.0.1"})
+    path.write_text(header + "\n")
+    with pytest.raises(LogError, match=r"written by transformer-math '0\.0\.1'"):
+        ResultsLog.open(path, SETTINGS, VERSIONS)
+
+
+def test_a_log_that_is_a_link_is_refused(tmp_path):
+    path = tmp_path / "run.jsonl"
+    _log_with_two(path)
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(path)
+    with pytest.raises(LogError, match="symbolic link"):
+        ResultsLog.open(link, SETTINGS, VERSIONS)
+
+
+_SECOND_WRITER = """
+import sys
+from transformer_math.execution.log import LogError, ResultsLog
+from transformer_math.execution.tasks import RunSettings
+try:
+    ResultsLog.open(__import__("pathlib").Path(sys.argv[1]),
+                    RunSettings(seed=0, seeds=2, size="tiny"), {})
+except LogError as exc:
+    print("refused:", exc)
+"""
+
+
+def test_a_second_run_on_one_log_is_refused(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "run.jsonl"
+    held = ResultsLog.create(path, SETTINGS)  # this process holds the lock
+    out = subprocess.run([sys.executable, "-c", _SECOND_WRITER, str(path)],
+                         capture_output=True, text=True, timeout=120)
+    assert "in use by another run" in out.stdout, out.stdout + out.stderr
+    held.close()
+    out = subprocess.run([sys.executable, "-c", _SECOND_WRITER, str(path)],
+                         capture_output=True, text=True, timeout=120)
+    assert "in use" not in out.stdout, out.stdout

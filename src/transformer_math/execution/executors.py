@@ -94,6 +94,11 @@ def execute(
     if log is not None:
         payloads.update({k: log.entries[k] for k in keys if k in log.entries})
     info.resumed = len(payloads)
+    if log is not None:
+        info.notes.append(
+            f"resumed {log.path}: {info.resumed} task(s) reused (their verdicts recomputed from "
+            f"their margins), {log.stale} stale line(s) of changed claims rerun, "
+            f"{1 if log.dropped_tail else 0} cut last line dropped and rerun")
     # Inline, the claims' own order (as before tasks existed); on Ray, the long tasks first.
     order = keys if executor == "inline" else schedule(keys, claims)
     todo = [k for k in order if k not in payloads]

@@ -32,6 +32,10 @@ FORMAT = 1
 MAX_BYTES = 512 * 2**20  # a log is a few MiB even for the full tier with many seeds
 
 
+_HELD: dict[str, int] = {}
+"""The logs this process holds the lock of (real path -> descriptor), kept until it exits."""
+
+
 class LogError(ValueError):
     """A results log that cannot be used for this run (the message names the file and line)."""
 
@@ -45,6 +49,27 @@ class ResultsLog:
     entries: dict[TaskKey, dict[str, Any]] = field(default_factory=dict)
     stale: int = 0
     dropped_tail: bool = False
+    #: the open descriptor holding the log's lock (one run writes a log at a time)
+    lock_fd: int | None = None
+
+    def _lock(self) -> None:
+        """Take the log's exclusive lock for the life of this process (``flock``): a second
+        run on the same log is refused instead of appending the same tasks."""
+        import fcntl
+
+        key = os.path.realpath(self.path)
+        if key in _HELD:  # this process holds it already (a log created, then resumed)
+            self.lock_fd = _HELD[key]
+            return
+        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise LogError(f"results log {str(self.path)!r} is in use by another run; wait for "
+                           "it to finish or name another log") from None
+        _HELD[key] = fd
+        self.lock_fd = fd
 
     @classmethod
     def create(cls, path: Path, settings: RunSettings) -> ResultsLog:
@@ -61,13 +86,22 @@ class ResultsLog:
         except FileExistsError:
             raise LogError(f"results log {str(path)!r} exists; pass --resume {path} to "
                            "continue it, or name a new file") from None
-        return cls(path=path, settings=settings)
+        except OSError as exc:
+            raise LogError(f"cannot create results log {str(path)!r}: {exc.strerror or exc}"
+                           ) from None
+        log = cls(path=path, settings=settings)
+        log._lock()
+        return log
 
     @classmethod
     def open(cls, path: Path, settings: RunSettings, versions: Mapping[str, int]) -> ResultsLog:
         """Read the log at ``path`` to continue it with a run of ``settings`` (``versions``: the
         registered claims' versions)."""
+        if path.is_symlink():
+            raise LogError(f"results log {str(path)!r} is a symbolic link; name the file itself")
+        log = cls(path=path, settings=settings)
         try:
+            log._lock()
             size = path.stat().st_size
             if size > MAX_BYTES:
                 raise LogError(f"results log {str(path)!r} is {size} bytes, above the "
@@ -76,7 +110,6 @@ class ResultsLog:
         except OSError as exc:
             raise LogError(f"cannot read results log {str(path)!r}: {exc.strerror or exc}"
                            ) from None
-        log = cls(path=path, settings=settings)
         complete, _, tail = raw.rpartition(b"\n")
         if tail:  # the last write was cut short: drop it (it is re-run)
             log.dropped_tail = True
@@ -99,6 +132,14 @@ class ResultsLog:
                 os.fsync(f.fileno())
         return log
 
+    def close(self) -> None:
+        """Release the log's lock (a process exiting releases it too)."""
+        key = os.path.realpath(self.path)
+        fd = _HELD.pop(key, None)
+        if fd is not None:
+            os.close(fd)
+        self.lock_fd = None
+
     def _check_header(self, item: Any) -> None:
         if not isinstance(item, dict) or item.get("kind") != KIND:
             raise LogError(f"{self.path}:1: not a transformer-math results log (no header "
@@ -106,6 +147,12 @@ class ResultsLog:
         if item.get("format") != FORMAT:
             raise LogError(f"{self.path}:1: log format {item.get('format')!r}, this version "
                            f"reads {FORMAT}")
+        from transformer_math import __version__
+
+        if item.get("version") != __version__:
+            raise LogError(f"{self.path}:1: written by transformer-math "
+                           f"{item.get('version')!r}, this is {__version__}: its results are "
+                           "not this version's; start a new log")
         theirs = item.get("settings")
         ours = self.settings.to_json()
         if theirs != ours:
@@ -123,8 +170,10 @@ class ResultsLog:
                 seed is None or (isinstance(seed, int) and not isinstance(seed, bool))):
             raise LogError(f"{where}: claim must be a string, version an int, seed an int or "
                            "null")
-        if claim not in versions or versions[claim] != version:
-            self.stale += 1  # an unknown claim, or one whose check changed since
+        if claim not in versions:
+            raise LogError(f"{where}: claim {claim!r} is not registered in this version")
+        if versions[claim] != version:
+            self.stale += 1  # a claim whose check changed since: the task reruns
             return
         key = TaskKey(claim, seed)
         if key in self.entries:
@@ -141,15 +190,19 @@ class ResultsLog:
             raise LogError(f"{key.label()} is already in {self.path}")
         line = json.dumps({"claim": key.claim, "version": version, "seed": key.seed,
                            "payload": payload}, allow_nan=False, separators=(",", ":")) + "\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0))
         try:
-            data = line.encode("utf-8")
-            written = os.write(fd, data)
-            while written < len(data):  # a short write on a full disk or a signal
-                written += os.write(fd, data[written:])
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0))
+            try:
+                data = line.encode("utf-8")
+                written = os.write(fd, data)
+                while written < len(data):  # a short write on a full disk or a signal
+                    written += os.write(fd, data[written:])
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:  # a full disk: the line is cut, and the next resume drops it
+            raise LogError(f"cannot append to results log {str(self.path)!r}: "
+                           f"{exc.strerror or exc}; the log stays resumable") from None
         self.entries[key] = dict(payload)
 
     def keys(self) -> Iterable[TaskKey]:

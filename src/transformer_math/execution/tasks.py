@@ -219,6 +219,16 @@ def decode_result(data: Mapping[str, Any]) -> Any:
     if not (caught is None or isinstance(caught, bool)) or not (
             error is None or isinstance(error, str)):
         raise codec.CodecError("falsifier_caught must be a bool or null, error a string or null")
+    # A verdict is recomputed from its own margins, never trusted (issue 39): an edited verdict
+    # or a caught falsifier whose run did not fail is refused.
+    from transformer_math.claims.registry import _inconsistency
+
+    for name, e in (("verdict", evidence), ("falsifier verdict", f_evidence)):
+        if e is not None and error is None and (why := _inconsistency(e)) is not None:
+            raise codec.CodecError(f"the logged {name} is not the one its margins imply: {why}")
+    if caught and (f_evidence is None or f_evidence.verdict is not Verdict.FAILED):
+        raise codec.CodecError("falsifier_caught is true but the falsifier's verdict is not "
+                               "'failed'")
     if not (isinstance(reached, list) and all(isinstance(r, str) for r in reached)):
         raise codec.CodecError("reached must be a list of bug names")
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not isinstance(
