@@ -7,7 +7,6 @@ import json
 import pytest
 
 from transformer_math import __version__
-
 from transformer_math.claims.seeds import SeedRun
 from transformer_math.execution import codec, log
 from transformer_math.execution.log import LogError, ResultsLog
