@@ -20,10 +20,12 @@ from __future__ import annotations
 import hashlib
 import html
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from transformer_math import chapters, i18n
 
@@ -126,6 +128,74 @@ def read_seed(path: str | Path, seed: str | None = None) -> tuple[str, str, bool
     return (known or seed), text, known is not None  # type: ignore[return-value]
 
 
+_CLAIM_ID = re.compile(r"[a-z]+\.[a-z0-9-]+")
+_VERDICT_WORDS = frozenset({"verified", "refuted", "failed", "cited", "inconclusive"})
+
+
+def _line_no(value: Any, where: str, n_lines: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{where} must be a line number, got {value!r}")
+    if not 1 <= value <= max(n_lines, 1):
+        raise ValueError(f"{where} = {value} is outside the seed's lines 1..{n_lines}")
+    return value
+
+
+def check_claims(claims: Any, n_lines: dict[str, int]) -> list[Mapping[str, Any]]:
+    """The claims of a results document, checked field by field before anything is drawn or
+    allocated (issues 39 and 40): ids, verdicts, and every seed line inside the seed file's
+    ``n_lines[seed]`` lines. A ``ValueError`` names the first bad field."""
+    if not isinstance(claims, list):
+        raise ValueError(f"claims must be a list, got {type(claims).__name__}")
+    for i, c in enumerate(claims):
+        where = f"claims[{i}]"
+        if not isinstance(c, Mapping):
+            raise ValueError(f"{where} must be an object, got {type(c).__name__}")
+        if not isinstance(c.get("id"), str) or not _CLAIM_ID.fullmatch(c["id"]):
+            raise ValueError(f"{where}.id must look like 'topic.slug', got {c.get('id')!r}")
+        for key in ("verdict", "expected"):
+            v = c.get(key)
+            if v is not None and (not isinstance(v, str) or v not in _VERDICT_WORDS):
+                raise ValueError(f"{where}.{key} must be one of {sorted(_VERDICT_WORDS)}, "
+                                 f"got {v!r}")
+        for key in ("seed_refs", "refutes", "corrections"):
+            items = c.get(key) or []
+            if not isinstance(items, list):
+                raise ValueError(f"{where}.{key} must be a list")
+            for j, r in enumerate(items):
+                at = f"{where}.{key}[{j}]"
+                if not isinstance(r, Mapping) or r.get("seed") not in chapters.SEED_FILES:
+                    raise ValueError(f"{at} must be an object with a seed of "
+                                     f"{sorted(chapters.SEED_FILES)}")
+                total = n_lines.get(str(r["seed"]), 0)
+                if key == "seed_refs":
+                    lines = r.get("lines")
+                    if not isinstance(lines, list) or len(lines) != 2:
+                        raise ValueError(f"{at}.lines must be [start, end]")
+                    start = _line_no(lines[0], f"{at}.lines[0]", total)
+                    if _line_no(lines[1], f"{at}.lines[1]", total) < start:
+                        raise ValueError(f"{at}.lines must have start <= end")
+                    continue
+                _line_no(r.get("line"), f"{at}.line", total)
+                if r.get("to_line") is not None:
+                    _line_no(r.get("to_line"), f"{at}.to_line", total)
+                for k, other in enumerate(r.get("also") or []):
+                    if not (isinstance(other, list) and len(other) == 2
+                            and other[0] in chapters.SEED_FILES):
+                        raise ValueError(f"{at}.also[{k}] must be [seed, line]")
+                    _line_no(other[1], f"{at}.also[{k}][1]", n_lines.get(other[0], 0))
+                for text_key in ("says", "correct", "quote", "source"):
+                    if not isinstance(r.get(text_key, ""), str):
+                        raise ValueError(f"{at}.{text_key} must be a string")
+    return claims
+
+
+def safe_href(path: str) -> str:
+    """A relative link built from percent-encoded path components (issue 40): a folder named
+    ``javascript:...`` becomes ``./javascript%3A...``, never a scheme."""
+    parts = [quote(part, safe="") for part in Path(path).parts]
+    return "./" + "/".join(parts) if parts and parts[0] != ".." else "/".join(parts)
+
+
 def marks(seed: str, claims: Iterable[Mapping[str, Any]]) -> list[Mark]:
     """The marks the claims (their JSON: ``claim_json`` or a results entry) put on ``seed``.
 
@@ -200,8 +270,9 @@ def _badge(m: Mark, href: str | None, expected: bool, lang: str) -> str:
         label = f"{_t('expected', lang)}: {label}"
     cls = f"b-{m.verdict}" if m.verdict in _SEVERITY and m.verdict else "b-none"
     inner = f"{_e(m.claim_id)} · {_e(i18n.text(label, lang))}"
-    if href:
-        return f'<a class="badge {cls}" href="{_e(href)}#{_e(m.claim_id)}">{inner}</a>'
+    if href and _CLAIM_ID.fullmatch(m.claim_id):
+        return (f'<a class="badge {cls}" href="{_e(href)}#{quote(m.claim_id, safe="")}">'
+                f"{inner}</a>")
     return f'<span class="badge {cls}">{inner}</span>'
 
 
@@ -297,7 +368,9 @@ def annotate(seed_file: str | Path, out_dir: str | Path, *,
     i18n.check_lang(lang)
     seed_id, text, identified = read_seed(seed_file, seed)
     if results is not None:
-        claims: list[Mapping[str, Any]] = list(results.get("claims", []))
+        lines = {seed_id: len(text.splitlines())}
+        claims: list[Mapping[str, Any]] = check_claims(
+            results.get("claims", []), {s: lines.get(s, 10**6) for s in chapters.SEED_FILES})
     else:
         from transformer_math.claims.registry import all_claims, claim_json
 
@@ -306,7 +379,7 @@ def annotate(seed_file: str | Path, out_dir: str | Path, *,
     out.mkdir(parents=True, exist_ok=True)
     href = None
     if report_page is not None:
-        href = os.path.relpath(Path(report_page).resolve(), out.resolve())
+        href = safe_href(os.path.relpath(Path(report_page).resolve(), out.resolve()))
     page = render_annotation(text, seed_id, claims, lang=lang, identified=identified,
                              evidence_href=href, origin=results_origin if results else None)
     path = out / (f"{seed_id}.zh.html" if lang == "zh" else f"{seed_id}.html")

@@ -65,12 +65,19 @@ def annotate(
         page = index if index.is_file() else None
     out = output_folder("--report", report)
     from transformer_math.seed_annotation import annotate as write_annotation
-    from transformer_math.seed_annotation import read_seed
+    from transformer_math.seed_annotation import check_claims, read_seed
 
     try:
-        read_seed(seed_file, seed)  # user mistakes (size, encoding, unknown file) exit 2 here
+        seed_id, text, _ = read_seed(seed_file, seed)  # size, encoding, unknown file: exit 2
     except ValueError as exc:
         fail(str(exc))
+    if document is not None:
+        try:  # every field checked, and every line against the seed's length, before drawing
+            check_claims(document.get("claims", []), {
+                s: len(text.splitlines()) if s == seed_id else 10**6
+                for s in chapters.SEED_FILES})
+        except ValueError as exc:
+            fail(f"--results {origin}: {exc}")
     with internal_work():
         written = write_annotation(seed_file, out, results=document, results_origin=origin,
                                    report_page=page, lang=lang, seed=seed)
