@@ -336,7 +336,7 @@ def _emit_json(json_file: Path, document: Any, console: Console) -> None:
         typer.echo(dumps(document), nl=False)
         return
     _write("--json file", json_file, lambda: write_json(document, json_file))
-    console.print(f"wrote {json_file}", style="dim")
+    console.print(f"wrote {json_file}", style="dim", markup=False)
 
 
 def _write(what: str, path: Path, write: Callable[[], Path]) -> Path:
@@ -483,7 +483,7 @@ def verify(
 
         index = _write("--report folder", report_dir,
                        lambda: render_report(document, report_dir, lang=lang))
-        out.print(f"wrote {index}", style="dim")
+        out.print(f"wrote {index}", style="dim", markup=False)
     if any(r.problem for r in results):
         raise typer.Exit(1)
 
@@ -688,7 +688,7 @@ def report(
     output_folder("report folder", out_dir)
     index = _write("report folder", out_dir,
                    lambda: render_report(document, out_dir, lang=lang))
-    _stdout().print(f"wrote {index}")
+    _stdout().print(f"wrote {index}", markup=False)
 
 
 @app.command()

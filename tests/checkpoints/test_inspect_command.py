@@ -55,3 +55,24 @@ def test_inspect_bad_path_exit_2(tmp_path):
     result = CliRunner().invoke(_app(), ["inspect", str(tmp_path / "nope")])
     assert result.exit_code == 2
     assert "does not exist" in result.output
+
+
+def test_terminal_escapes_in_a_config_do_not_reach_the_terminal(tmp_path, ref):
+    """``architectures`` holding escape sequences (set the title, clear the screen) are printed
+    escaped (issue 40): nothing read from a checkpoint acts on the user's terminal."""
+    ref.llama(tmp_path)
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    cfg["architectures"] = ["\x1b]0;pwned\x07\x1b[2JLlamaForCausalLM\u202e"]
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    result = CliRunner().invoke(_app(), ["inspect", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    assert "\u202e" not in result.output
+    assert "\\x1b]0;pwned\\x07\\x1b[2JLlamaForCausalLM\\u202e" in result.output
+
+
+def test_error_lines_escape_control_characters():
+    from transformer_math.commands.args import error_line
+
+    line = error_line("tmath x", "bad \x1b[31mred\x1b[0m name")
+    assert "\x1b" not in line and "\\x1b[31mred" in line

@@ -49,10 +49,30 @@ FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg")
 """Figure formats the commands write (matplotlib picks the format from the suffix)."""
 
 
+_BIDI = frozenset(range(0x202A, 0x202F)) | frozenset(range(0x2066, 0x206A))
+
+
+def terminal_safe(text: str, *, keep_newlines: bool = True) -> str:
+    """``text`` with every control character (escape sequences that set a terminal's title or
+    clear its screen, bidirectional overrides) shown as a ``\\x1b``-style escape, so that a
+    string read from a user's file cannot act on the terminal it is printed to (issue 40)."""
+    out = []
+    for ch in str(text):
+        code = ord(ch)
+        if (ch == "\n" and keep_newlines) or ch == "\t":
+            out.append(ch)
+        elif code < 0x20 or 0x7F <= code < 0xA0 or code in _BIDI:
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def error_line(where: str, message: str, *, hint: bool = True) -> str:
     """The one line a user mistake prints: ``tmath CMD: error: MESSAGE (see 'tmath CMD --help')``
-    (``where`` is the command path; whitespace in ``message`` is collapsed)."""
-    text = f"{where}: error: {' '.join(str(message).split())}"
+    (``where`` is the command path; whitespace in ``message`` is collapsed, control characters
+    escaped)."""
+    text = f"{where}: error: {terminal_safe(' '.join(str(message).split()), keep_newlines=False)}"
     return f"{text} (see '{where} --help')" if hint else text
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from transformer_math import safe_write
 from transformer_math.commands.args import (
@@ -35,6 +36,7 @@ from transformer_math.commands.args import (
     number,
     output_file,
     output_folder,
+    terminal_safe,
 )
 
 if TYPE_CHECKING:  # rich, torch and the doctor are imported when the command runs
@@ -132,12 +134,12 @@ def print_diagnosis(diagnosis: Diagnosis, out: Console, *, verbose_skips: bool =
     out.print(findings_table(diagnosis))
     for f in diagnosis.flagged:
         style = SEVERITY_STYLES.get(str(f.severity), "")
-        out.print(f"[{style}]{str(f.severity).upper()}[/] {f.check}"
-                  + (f" ({f.subject})" if f.subject else "") + f": {f.summary}",
+        said = terminal_safe((f" ({f.subject})" if f.subject else "") + f": {f.summary}")
+        out.print(f"[{style}]{str(f.severity).upper()}[/] {escape(f.check)}" + escape(said),
                   highlight=False, markup=True)
         for label, text in (("meaning", f.meaning), ("fix", f.fix), ("source", f.source)):
             if text:
-                out.print(f"    {label}: {text}", highlight=False, markup=False)
+                out.print(f"    {label}: {terminal_safe(text)}", highlight=False, markup=False)
     if verbose_skips and diagnosis.skipped:
         out.print("skipped: " + "; ".join(f"{name} ({why})"
                                           for name, why in diagnosis.skipped.items()),
@@ -251,7 +253,7 @@ def doctor(
                 safe_write.write_text(json_file, text)
             except OSError as exc:
                 fail(f"cannot write --json file {str(json_file)!r}: {exc.strerror or exc}")
-            out.print(f"wrote {json_file}", style="dim")
+            out.print(f"wrote {json_file}", style="dim", markup=False)
     if report_dir is not None:
         from transformer_math.doctor.report import write_report
 
@@ -259,7 +261,7 @@ def doctor(
             index = write_report(diagnosis, report_dir)
         except OSError as exc:
             fail(f"cannot write --report folder {str(report_dir)!r}: {exc.strerror or exc}")
-        out.print(f"wrote {index}", style="dim")
+        out.print(f"wrote {index}", style="dim", markup=False)
     raise typer.Exit(diagnosis.exit_code)
 
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from transformer_math.commands.args import fail, json_text
+from transformer_math.commands.args import fail, json_text, terminal_safe
 
 if TYPE_CHECKING:  # torch and the backbone are imported when the command runs (fast --help)
     import torch
@@ -161,7 +161,7 @@ def inspect(
         report = inspect_checkpoint(path)
     except (OSError, ValueError, TypeError) as err:
         fail(str(err))
-    typer.echo(json_text(report, indent=2) if as_json else _text(report))
+    typer.echo(json_text(report, indent=2) if as_json else terminal_safe(_text(report)))
 
 
 def register(app: typer.Typer) -> None:
