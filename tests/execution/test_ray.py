@@ -167,3 +167,46 @@ def test_an_unreachable_cluster_is_a_one_line_error(tmp_path):
                          timeout=120)
     assert res.returncode == 2 and "nothing answers at" in res.stderr, res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_a_listener_that_is_not_ray_is_refused_within_seconds(tmp_path):
+    """Issue 40: a TCP listener that is not Ray (here an HTTP/1 server) passed the reachability
+    check and ray.init then retried for minutes; now it is one line, exit 2, in seconds."""
+    import socket
+    import threading
+    import time
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    port = server.getsockname()[1]
+    stop = threading.Event()
+
+    def answer() -> None:
+        server.settimeout(0.5)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                try:
+                    conn.recv(1024)
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                except OSError:
+                    pass
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    try:
+        start = time.perf_counter()
+        res = subprocess.run([*TMATH, "verify", "-k", "^attention.sqrt-dk-variance$",
+                              "--address", f"127.0.0.1:{port}"], capture_output=True, text=True,
+                             timeout=120)
+        took = time.perf_counter() - start
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        server.close()
+    assert res.returncode == 2 and "is not a Ray cluster" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr and took < 60, took

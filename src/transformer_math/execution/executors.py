@@ -221,6 +221,15 @@ def start_ray(*, workers: int, address: str | None) -> Any:
                               "configure_logging": True}
     if address is not None and address != "auto":
         _reachable(address)
+        _speaks_grpc(address)
+    cores = os.cpu_count() or 1
+    if address is None and workers > cores and os.environ.get("TMATH_OVERSUBSCRIBE") != "1":
+        import sys
+
+        print(f"note: --workers {workers} capped at this machine's {cores} cores (each worker "
+              "is a process of about 200 MB; set TMATH_OVERSUBSCRIBE=1 to start more)",
+              file=sys.stderr)
+        workers = cores
     try:
         if address is not None:
             package = Path(__file__).resolve().parents[1]
@@ -234,6 +243,36 @@ def start_ray(*, workers: int, address: str | None) -> Any:
         raise ExecutorError(f"cannot start {where}: {' '.join(str(exc).split())[:300]}"
                             ) from None
     return ray
+
+
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+
+def _speaks_grpc(address: str, timeout: float = 5.0) -> None:
+    """Fail within seconds when the listener at ``HOST:PORT`` is not a Ray endpoint: Ray's GCS
+    and its client server speak gRPC, i.e. HTTP/2, whose server answers a client's connection
+    preface with a SETTINGS frame (RFC 9113 §3.4: frame type 0x4 in the fourth byte). A web
+    server, a database or any other listener does not (``ray.init`` would retry for minutes)."""
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout) as conn:
+            conn.settimeout(timeout)
+            conn.sendall(_H2_PREFACE)
+            head = b""
+            while len(head) < 9:
+                chunk = conn.recv(9 - len(head))
+                if not chunk:
+                    break
+                head += chunk
+    except (OSError, ValueError) as exc:
+        raise ExecutorError(f"cannot start the Ray cluster at {address}: {host}:{port} does "
+                            f"not answer as Ray does ({getattr(exc, 'strerror', None) or exc})"
+                            ) from None
+    if len(head) < 9 or head[3] != 0x04:
+        raise ExecutorError(f"cannot start the Ray cluster at {address}: the listener at "
+                            f"{host}:{port} is not a Ray cluster (no gRPC/HTTP-2 answer)")
 
 
 def _reachable(address: str, timeout: float = 10.0) -> None:
