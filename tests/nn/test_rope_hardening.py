@@ -185,3 +185,35 @@ def test_apply_rotary_under_vmap_and_grad() -> None:
     rot = RotaryEmbedding(8)
     got = torch.func.vmap(lambda t: rot.rotate(t, torch.arange(5)))(x.unsqueeze(1))
     torch.testing.assert_close(got.squeeze(1), rot.rotate(x, torch.arange(5)), atol=0, rtol=0)
+
+
+# ----------------------------------------------------------------------------- finite range
+
+
+@pytest.mark.parametrize(("rope_type", "params", "message"), [
+    ("yarn", {"factor": 4.0, "original_max_position_embeddings": 4096, "beta_slow": 5e-324},
+     "no finite frequencies"),
+    ("yarn", {"factor": 4.0, "original_max_position_embeddings": 4096, "attention_factor": 1e30},
+     r"attention_factor 1e\+30 is outside"),
+    ("longrope", {"short_factor": [1e-300] * 32, "long_factor": [1.0] * 32,
+                  "original_max_position_embeddings": 4096}, "inverse frequencies outside"),
+    ("longrope", {"short_factor": [1.0] * 32, "long_factor": [1e-300] * 32,
+                  "original_max_position_embeddings": 4096}, "inverse frequencies outside"),
+    ("linear", {"factor": 1e300}, "inverse frequencies outside"),
+])
+def test_scalings_whose_maths_leaves_float32_are_refused(rope_type, params, message) -> None:
+    """Issue 39 item 4: well-typed but hostile scaling parameters loaded and gave NaN logits;
+    they are refused with the bound in the message (both LongRoPE factor sets are checked)."""
+    from transformer_math.functional.rope_scaling import compute_rope_frequencies
+
+    with pytest.raises(ValueError, match=message):
+        compute_rope_frequencies(rope_type, 64, 10000.0, params)
+
+
+def test_published_scalings_stay_accepted() -> None:
+    from transformer_math.functional.rope_scaling import compute_rope_frequencies
+
+    for scaling in SCALINGS[1:]:
+        params = {k: v for k, v in scaling.items() if k != "rope_type"}
+        inv, factor = compute_rope_frequencies(scaling["rope_type"], 128, 500000.0, params)
+        assert torch.isfinite(inv).all() and 1.0 <= float(factor) < 2.0

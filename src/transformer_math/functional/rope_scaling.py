@@ -352,6 +352,9 @@ def _longrope(
             math.sqrt(1.0 + math.log(factor) / math.log(original)) if factor > 1.0 else 1.0
         )
     length = _seq_len(seq_len)
+    base_inv = default_inv_freq(rotary_dim, base)
+    for factors in (short, long):  # both sets checked, whichever this length uses
+        _check_finite("longrope", params, base_inv / factors, attention_factor)
     ext = long if length is not None and length > original else short
     if planted(LONGROPE_OFF_BY_ONE):  # planted bug (killed by position.scaling-methods)
         ext = long if length is not None and length >= original else short
@@ -384,7 +387,42 @@ def compute_rope_frequencies(
     meta = ROPE_SCALING_FUNCTIONS.metadata(rope_type)
     params = dict(params or {})
     _check_keys(rope_type, params, meta["required"], meta["optional"])
-    return ROPE_SCALING_FUNCTIONS.get(rope_type)(rotary_dim, base, params, seq_len)
+    try:
+        inv_freq, attention_factor = ROPE_SCALING_FUNCTIONS.get(rope_type)(
+            rotary_dim, base, params, seq_len)
+    except (OverflowError, ZeroDivisionError) as exc:  # e.g. a yarn beta of 5e-324
+        raise ValueError(f"{rope_type}: parameters {params} give no finite frequencies "
+                         f"({exc})") from None
+    return _check_finite(rope_type, params, inv_freq, attention_factor)
+
+
+INV_FREQ_RANGE = (1e-30, 1e30)
+"""The inverse frequencies a checkpoint may give, in radians per position: well inside float32
+(1.2e-38 .. 3.4e38), so that angles at 10^7 positions stay finite and no pair collapses to 0.
+Published models use 1e-9 .. 1 (base up to 1e9, factors up to 1e3)."""
+ATTENTION_FACTOR_RANGE = (1e-3, 1e3)
+"""The attention (mscale) factors accepted: it multiplies cos and sin, so q.k by its square;
+published values are 1 .. 1.4 (YaRN's 0.1 ln s + 1, LongRoPE's sqrt(1 + ln s / ln L))."""
+
+
+def _check_finite(rope_type: str, params: Mapping[str, Any], inv_freq: Tensor,
+                  attention_factor: Any) -> tuple[Tensor, float]:
+    """Refuse scaling parameters whose frequencies or attention factor leave the ranges where
+    the angles and the logits stay finite and non-zero in float32 (issue 39 item 4)."""
+    lo, hi = INV_FREQ_RANGE
+    if inv_freq.device.type == "meta":  # a shape-only skeleton: its real build checks values
+        return inv_freq, attention_factor
+    if not torch.isfinite(inv_freq).all() or (inv_freq < lo).any() or (inv_freq > hi).any():
+        bad = inv_freq[~(torch.isfinite(inv_freq) & (inv_freq >= lo) & (inv_freq <= hi))]
+        raise ValueError(f"{rope_type}: the parameters give inverse frequencies outside "
+                         f"[{lo:g}, {hi:g}] (e.g. {float(bad[0]):.3g}), where float32 angles are "
+                         "not finite or collapse to 0; check factor, short_factor/long_factor")
+    af = float(attention_factor)
+    a_lo, a_hi = ATTENTION_FACTOR_RANGE
+    if not (math.isfinite(af) and a_lo <= af <= a_hi):
+        raise ValueError(f"{rope_type}: attention_factor {af:g} is outside [{a_lo:g}, {a_hi:g}]"
+                         " (it scales the logits by its square)")
+    return inv_freq, attention_factor
 
 
 LENGTH_DEPENDENT_TYPES = frozenset(ROPE_SCALING_FUNCTIONS.where(length_dependent=True))
