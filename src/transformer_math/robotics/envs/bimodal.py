@@ -21,7 +21,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from transformer_math.robotics.envs.validation import EpisodeOrder, box_action
+from transformer_math.robotics.envs.validation import EpisodeOrder, box_action, check_config
 
 GOAL = np.array([0.0, 2.0])
 OBSTACLE = np.array([0.0, 1.0])
@@ -36,11 +36,8 @@ class BimodalConfig:
     start_noise: float = 0.02
 
     def __post_init__(self) -> None:
-        if self.dt <= 0 or self.horizon < 1 or self.obstacle_radius <= 0 or self.goal_radius <= 0:
-            raise ValueError(
-                "dt, horizon, obstacle_radius and goal_radius must be positive, got "
-                f"{self.dt}, {self.horizon}, {self.obstacle_radius}, {self.goal_radius}"
-            )
+        check_config(self, positive=("dt", "obstacle_radius", "goal_radius"),
+                     non_negative=("start_noise",), counts=("horizon",))
 
 
 def collided(cfg: BimodalConfig, p: np.ndarray) -> np.ndarray:

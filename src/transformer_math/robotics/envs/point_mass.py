@@ -34,7 +34,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from transformer_math.robotics.envs.validation import EpisodeOrder, box_action
+from transformer_math.robotics.envs.validation import EpisodeOrder, box_action, check_config
 
 NUM_WAYPOINTS = 13
 NUM_SINES = 3
@@ -57,20 +57,9 @@ class PointMassConfig:
     noise_tau: float = 1.0
 
     def __post_init__(self) -> None:
-        for name in ("dt", "max_accel", "success_radius", "noise_tau"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
-        if self.horizon < 1 or self.waypoint_stride < 1:
-            raise ValueError(
-                f"horizon and waypoint_stride must be >= 1, got {self.horizon}, "
-                f"{self.waypoint_stride}"
-            )
-        if not 0.0 <= self.push_prob <= 1.0:
-            raise ValueError(f"push_prob must be in [0, 1], got {self.push_prob}")
-        if self.noise_std < 0 or self.push_speed < 0:
-            raise ValueError(
-                f"noise_std and push_speed must be >= 0, got {self.noise_std}, {self.push_speed}"
-            )
+        check_config(self, positive=("dt", "max_accel", "success_radius", "noise_tau"),
+                     non_negative=("push_speed", "kp", "kd", "noise_std"), unit=("push_prob",),
+                     counts=("horizon", "waypoint_stride"))
 
     @property
     def obs_dim(self) -> int:

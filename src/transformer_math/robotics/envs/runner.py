@@ -19,7 +19,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from transformer_math.robotics.envs.validation import EpisodeOrder, box_action
+from transformer_math.robotics.envs.validation import EpisodeOrder, box_action, check_config
 
 
 @dataclass(frozen=True)
@@ -29,11 +29,10 @@ class RunnerConfig:
     pace_noise: float = 0.05
 
     def __post_init__(self) -> None:
-        if self.horizon < 1 or not 0 < self.max_pace <= 1 or self.pace_noise < 0:
-            raise ValueError(
-                f"need horizon >= 1, 0 < max_pace <= 1, pace_noise >= 0; got {self.horizon}, "
-                f"{self.max_pace}, {self.pace_noise}"
-            )
+        check_config(self, positive=("max_pace",), non_negative=("pace_noise",),
+                     counts=("horizon",))
+        if self.max_pace > 1:
+            raise ValueError(f"RunnerConfig.max_pace must be in (0, 1], got {self.max_pace!r}")
 
 
 @dataclass

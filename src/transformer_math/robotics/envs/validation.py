@@ -81,3 +81,32 @@ class EpisodeOrder:
     def stepped(self, terminated: bool, truncated: bool) -> None:
         if terminated or truncated:
             self._state = "ended"
+
+
+def check_config(cfg: object, *, positive: tuple[str, ...] = (),
+                 non_negative: tuple[str, ...] = (), counts: tuple[str, ...] = (),
+                 unit: tuple[str, ...] = ()) -> None:
+    """Validate an environment config's numeric fields before anything is simulated (issue 39.4).
+
+    Every field named here must be a real number (not bool) and finite; ``positive`` ones > 0,
+    ``non_negative`` ones >= 0, ``unit`` ones in [0, 1]; ``counts`` must be integers >= 1. A NaN
+    or an infinity would otherwise pass a ``< 0`` test and turn every later state into NaN.
+    Raises ``ValueError`` naming the field, the value and what was expected.
+    """
+    name = type(cfg).__name__
+    for field in counts:
+        value = getattr(cfg, field)
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"{name}.{field} must be an integer >= 1, got {value!r}")
+    for field in (*positive, *non_negative, *unit):
+        value = getattr(cfg, field)
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ValueError(f"{name}.{field} must be a real number, got {value!r}")
+        if not np.isfinite(float(value)):
+            raise ValueError(f"{name}.{field} must be finite, got {value!r}")
+        if field in positive and not value > 0:
+            raise ValueError(f"{name}.{field} must be > 0, got {value!r}")
+        if field in non_negative and not value >= 0:
+            raise ValueError(f"{name}.{field} must be >= 0, got {value!r}")
+        if field in unit and not 0 <= value <= 1:
+            raise ValueError(f"{name}.{field} must be in [0, 1], got {value!r}")
