@@ -20,6 +20,8 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from transformer_math.report.results_schema import SchemaError, check_claim_entry
+
 if TYPE_CHECKING:
     from transformer_math.claims.registry import Claim, ClaimResult
 
@@ -243,6 +245,10 @@ def validate_results(document: Any, *, origin: str = "results") -> None:
     for i, entry in enumerate(document["claims"]):
         if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
             raise ValueError(f"{origin}: claims[{i}] must be an object with a string 'id'")
+        try:
+            check_claim_entry(entry, f"claims[{i}]")
+        except SchemaError as exc:
+            raise ValueError(f"{origin}: {exc}") from None
     summary = document.get("summary")
     if summary is not None and not isinstance(summary, dict):
         raise ValueError(f"{origin}: 'summary' must be an object, got {type(summary).__name__}")
