@@ -27,6 +27,12 @@ from typing import Any
 
 SERIES_KINDS: tuple[str, ...] = ("line", "scatter", "bar", "step")
 
+#: Bounds on what one figure may hold (issue 40.2): beyond them a figure is not readable and the
+#: drawing time grows with the input, so it is refused (the report shows the reason instead).
+MAX_CATEGORIES = 200
+MAX_SERIES = 64
+MAX_POINTS = 200_000
+
 _MARKERS = set(".,ov^<>1234sp*hH+xDd|_")
 
 #: CJK families tried by :func:`cjk_font`, in order (Simplified Chinese first).
@@ -176,17 +182,27 @@ def draw_figure(figure: Any, path: Path, *, dpi: int = 100,
     for i, s in enumerate(series_list):
         _check_series(i, s)
 
-    # A shared category axis when any series has x values that are not numbers.
-    categories: list[str] = []
+    if len(series_list) > MAX_SERIES:
+        raise ValueError(f"figure has {len(series_list)} series, more than a reader can tell "
+                         f"apart (at most {MAX_SERIES})")
+    points = sum(len(s["x"]) for s in series_list)
+    if points > MAX_POINTS:
+        raise ValueError(f"figure has {points} points, more than {MAX_POINTS}")
+    # A shared category axis when any series has x values that are not numbers (a dict keeps
+    # the first-seen order and makes the lookup linear in the points, issue 40.2).
+    index: dict[str, int] = {}
     for s in series_list:
         if _numbers(s["x"]) is None:
             for v in s["x"]:
-                if str(v) not in categories:
-                    categories.append(str(v))
+                index.setdefault(str(v), len(index))
+                if len(index) > MAX_CATEGORIES:
+                    raise ValueError(f"figure has more than {MAX_CATEGORIES} x categories, more "
+                                     "than a reader can see on one axis")
+    categories = list(index)
 
     def xs_of(s: Mapping[str, Any]) -> list[float]:
         if categories:
-            return [float(categories.index(str(v))) for v in s["x"]]
+            return [float(index[str(v)]) for v in s["x"]]
         return [_as_float(v) for v in s["x"]]
 
     fig = MplFigure(figsize=(6.4, 4.0), dpi=dpi, layout="constrained")

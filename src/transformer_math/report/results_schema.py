@@ -11,7 +11,6 @@ have its type.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -59,10 +58,17 @@ def _number(value: Any, path: str) -> None:
         _fail(path, "a number or null", value)
 
 
-def _finite(value: Any, path: str) -> None:
+#: how ``report.results.to_jsonable`` writes the non-finite floats strict JSON cannot hold
+SPECIAL_FLOATS = ("NaN", "Infinity", "-Infinity")
+
+
+def _real(value: Any, path: str) -> None:
+    """A number, null, or one of :data:`SPECIAL_FLOATS`."""
+    if isinstance(value, str):
+        if value not in SPECIAL_FLOATS:
+            _fail(path, f"a number, null or one of {SPECIAL_FLOATS}", value)
+        return
     _number(value, path)
-    if value is None or not math.isfinite(value):
-        _fail(path, "a finite number", value)
 
 
 def _list_of(check: Check) -> Check:
@@ -100,6 +106,12 @@ def _pair(value: Any, path: str) -> None:
         _int(line, f"{path}[{i}]")
 
 
+def _scalar(value: Any, path: str) -> None:
+    """A number, null or any string (an x value may be a category)."""
+    if not isinstance(value, str):
+        _number(value, path)
+
+
 def _any(value: Any, path: str) -> None:
     """Free-form JSON: printed, never read with a type in mind."""
 
@@ -108,7 +120,7 @@ def _hline(value: Any, path: str) -> None:
     """A reference line of a figure: [position, label]."""
     if not isinstance(value, list) or len(value) != 2:
         _fail(path, "a [position, label] pair", value)
-    _finite(value[0], f"{path}[0]")
+    _real(value[0], f"{path}[0]")
     _str(value[1], f"{path}[1]")
 
 
@@ -119,16 +131,16 @@ def _timing(value: Any, path: str) -> None:
         _number(value, path)
 
 
-_MARGIN = _object({"name": _str, "value": _number, "threshold": _number, "sense": _str,
-                   "slack": _number})
-_SERIES = _object({"label": _str, "x": _list_of(_number), "y": _list_of(_number),
+_MARGIN = _object({"name": _str, "value": _real, "threshold": _real, "sense": _str,
+                   "slack": _real})
+_SERIES = _object({"label": _opt(_str), "x": _list_of(_scalar), "y": _list_of(_real),
                    "kind": _str, "style": _str})
 _FIGURE = _object({"title": _str, "xlabel": _str, "ylabel": _str, "logx": _bool, "logy": _bool,
                    "series": _list_of(_SERIES),
                    "hlines": _list_of(_hline), "vlines": _list_of(_hline)})
-_PER_SEED = _object({"seeds": _list_of(_int), "values": _map_of(_list_of(_number)),
-                     "mean": _map_of(_number), "spread": _map_of(_number),
-                     "min": _map_of(_number), "max": _map_of(_number)})
+_PER_SEED = _object({"seeds": _list_of(_int), "values": _map_of(_list_of(_real)),
+                     "mean": _map_of(_real), "spread": _map_of(_real),
+                     "min": _map_of(_real), "max": _map_of(_real)})
 _REFUTATION = _object({"seed": _str, "line": _int, "to_line": _int, "quote": _str, "says": _str,
                        "reading": _str, "correct": _str, "also": _list_of(_list_of(_any))})
 _SEED_REF = _object({"seed": _str, "lines": _pair})
