@@ -75,3 +75,19 @@ def test_a_learned_table_refuses_to_generate_past_its_end() -> None:
                             max_seq_len=4)
     with pytest.raises(ValueError, match="max_seq_len=4"):
         generate(build_transformer(cfg, 0), torch.tensor([[1, 2]]), 3)
+
+
+@pytest.mark.parametrize(("kwargs", "named"), [
+    ({"pad_token_id": 17, "eos_token_id": 3}, "pad_token_id"),
+    ({"pad_token_id": -1, "eos_token_id": 3}, "pad_token_id"),
+    ({"eos_token_id": 99}, r"eos_token_id\[0\]"),
+    ({"eos_token_id": [3, 40]}, r"eos_token_id\[1\]"),
+    ({"pad_token_id": True, "eos_token_id": 3}, "pad_token_id"),
+])
+def test_special_ids_outside_the_vocabulary_are_refused_before_decoding(  # type: ignore[no-untyped-def]
+        model, kwargs, named) -> None:
+    """Issue 40.6: a pad id outside the vocabulary used to fail mid-generation, in the
+    embedding, with an error that blamed input_ids."""
+    prompt = torch.tensor([[1, 2, 3]])
+    with pytest.raises(ValueError, match=rf"{named} must be a token id in 0\.\.16"):
+        generate(model, prompt, 4, **kwargs)

@@ -90,6 +90,19 @@ def decode_step(
 
 
 @torch.no_grad()
+
+def _check_token_ids(vocab_size: int, eos: list[int], pad: int, pad_given: bool) -> None:
+    """The special ids generation writes or compares against must be token ids of this vocabulary
+    (issue 40.6): a pad id outside it would fail mid-generation in the embedding, with an error
+    that blames ``input_ids``."""
+    for i, e in enumerate(eos):
+        if isinstance(e, bool) or not isinstance(e, int) or not 0 <= e < vocab_size:
+            raise ValueError(f"eos_token_id[{i}] must be a token id in 0..{vocab_size - 1}, "
+                             f"got {e!r}")
+    if isinstance(pad, bool) or not isinstance(pad, int) or not 0 <= pad < vocab_size:
+        name = "pad_token_id" if pad_given else "pad_token_id (defaulted to eos_token_id)"
+        raise ValueError(f"{name} must be a token id in 0..{vocab_size - 1}, got {pad!r}")
+
 def generate(
     model: Any,
     input_ids: Tensor,
@@ -121,6 +134,7 @@ def generate(
     eos = ([] if eos_token_id is None else
            [eos_token_id] if isinstance(eos_token_id, int) else list(eos_token_id))
     pad = pad_token_id if pad_token_id is not None else (eos[0] if eos else 0)
+    _check_token_ids(config.vocab_size, eos, pad, pad_token_id is not None)
     b = input_ids.shape[0]
     if attention_mask is not None and can_read_values(attention_mask) and bool(
             attention_mask.all()):
