@@ -147,6 +147,24 @@ def test_read_header_of_a_saved_file(tmp_path: Path):
         "a": ("F32", (2, 3), True), "b": ("BF16", (4,), True)}
 
 
+@pytest.mark.parametrize("metadata", [{"format": 1}, [1, 2], {"a": None}])
+def test_read_header_refuses_what_safetensors_refuses(tmp_path: Path, metadata: Any):
+    """Issue 40.6: ``inspect`` and ``doctor --static`` said ok on headers whose __metadata__ is
+    not a str -> str map, which safetensors rejects once the model is allocated."""
+    import struct
+
+    from safetensors.torch import load_file
+
+    header = json.dumps({"__metadata__": metadata,
+                         "a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}).encode()
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header + bytes(16))
+    with pytest.raises(Exception):  # noqa: B017  (safetensors' own error type)
+        load_file(str(path))
+    with pytest.raises(ValueError, match="__metadata__ must map names to strings"):
+        read_header(path)
+
+
 @pytest.mark.parametrize("rope_type, params, error, needle", [
     (["linear"], {"factor": 2.0}, ValueError, "rope_type must be one of"),
     ("linear", [("factor", 2.0)], TypeError, "must be a mapping"),

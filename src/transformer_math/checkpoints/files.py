@@ -167,7 +167,11 @@ def read_header(path: Path, name: str | None = None) -> dict[str, TensorHeader]:
     data_len = size - 8 - n
     out: dict[str, TensorHeader] = {}
     for name, entry in header.items():
-        if name == "__metadata__":
+        if name == "__metadata__":  # safetensors requires a str -> str map (issue 40.6)
+            if not isinstance(entry, dict) or not all(
+                    isinstance(v, str) for v in entry.values()):
+                raise ValueError(f"{where}: __metadata__ must map names to strings, got "
+                                 f"{json.dumps(entry)[:80]}")
             continue
         out[name] = _entry(where, name, entry, data_len)
     offset = 0
