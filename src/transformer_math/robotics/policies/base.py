@@ -108,6 +108,15 @@ IMAGES_PREFIX = "observation.images."
 
 NORM_BUFFERS = ("state_mean", "state_std", "action_mean", "action_std")
 
+#: Range where the arithmetic of a policy stays finite in float32 (issue 40.5): a std below
+#: STD_MIN makes (s - mean) / std overflow for ordinary states (1e-45 gives inf), a mean or std
+#: beyond NORM_MAX, or a stored weight beyond WEIGHT_MAX, overflows the first matrix product
+#: (3.4e38 is float32's largest value; a 1e15 weight times a 1e6 input summed over 1e4 inputs
+#: is still 1e25).
+STD_MIN = 1e-6
+NORM_MAX = 1e12
+WEIGHT_MAX = 1e15
+
 
 def check_no_images(batch: Mapping[str, Any], policy: str, allowed: tuple[str, ...] = ()) -> None:
     """``ValueError`` when ``batch`` carries camera images (``observation.images.*``) other than
@@ -281,9 +290,12 @@ class ChunkPolicy(PretrainedMixin, nn.Module, ABC):
                 continue
             if not bool(torch.isfinite(t).all()):
                 raise ValueError(f"{name} must be finite, got {t.tolist()}")
-            if name.endswith("std") and not bool((t > 0).all()):
-                raise ValueError(f"{name} must be > 0 (fit_normalization floors it at 1e-3), "
-                                 f"got {t.tolist()}")
+            if name.endswith("std") and not bool((t >= STD_MIN).all()):
+                raise ValueError(f"{name} must be >= {STD_MIN} (fit_normalization floors it at "
+                                 f"1e-3), got {t.tolist()}")
+            if not bool((t.abs() <= NORM_MAX).all()):
+                raise ValueError(f"{name} must be at most {NORM_MAX:g} in magnitude, got "
+                                 f"{t.tolist()}")
 
     image_keys: tuple[str, ...] = ()
     """The ``observation.images.*`` keys the policy takes (none by default)."""
@@ -305,6 +317,11 @@ class ChunkPolicy(PretrainedMixin, nn.Module, ABC):
             raise ValueError(f"{ACTION_KEY} must have shape (batch, {want[0]}, {want[1]}), "
                              f"got {tuple(a.shape)}")
         pad = action_padding(batch, (a.shape[0], self.chunk_size), like)
+        real = a if pad is None else a.masked_fill(pad[..., None], 0.0)
+        if a.device.type != "meta" and not bool(torch.isfinite(real).all()):
+            bad = int((~torch.isfinite(real)).sum())
+            raise ValueError(f"{ACTION_KEY} must be finite where it is not padding, got {bad} "
+                             "NaN/inf entries (the loss would be NaN)")
         target = (a - self.action_mean) / self.action_std
         if pad is not None:
             target = target.masked_fill(pad[..., None], 0.0)
@@ -429,6 +446,9 @@ def load_policy(path: str | Path) -> nn.Module:
     for name, t in tensors.items():
         if t.is_floating_point() and not bool(torch.isfinite(t).all()):
             raise ValueError(f"{where}: tensor {name!r} holds NaN/inf values")
+        if t.is_floating_point() and t.numel() and float(t.abs().max()) > WEIGHT_MAX:
+            raise ValueError(f"{where}: tensor {name!r} holds values beyond {WEIGHT_MAX:g} in "
+                             "magnitude (its products overflow float32)")
     with no_init_draws():  # every tensor is overwritten by the file's
         policy = cls(config)
     policy.load_state_dict(tensors)

@@ -36,6 +36,10 @@ from transformer_math.robotics.policies.base import (
     state_batch,
 )
 
+#: the largest |target_return| / rtg_scale a rollout accepts (issue 40.5): the scaled return is
+#: an input of a linear embedding, and 1e38 (finite) overflowed it to NaN actions
+RTG_MAX_SCALED = 1e6
+
 RTG_NOT_DECREMENTED = declare_bug(
     "robotics.rtg-not-decremented",
     "Decision Transformer rollout: the return-to-go is never reduced by the collected rewards "
@@ -219,6 +223,11 @@ class DecisionTransformer(PretrainedMixin, nn.Module):
         if target.dim() > 1 or not bool(torch.isfinite(target).all()):
             raise ValueError(f"target_return must be a finite scalar or (batch,) tensor, got "
                              f"{target_return!r}")
+        limit = RTG_MAX_SCALED * self.config.rtg_scale
+        if bool((target.abs() > limit).any()):
+            raise ValueError(f"target_return must be at most {limit:g} in magnitude "
+                             f"({RTG_MAX_SCALED:g} x rtg_scale; the embedding of return / "
+                             f"rtg_scale overflows beyond), got {target_return!r}")
         self._target = target
         self._hist = {"s": [], "a": [], "r": []}
 
