@@ -84,3 +84,20 @@ def test_a_huge_target_return_is_refused() -> None:
     with pytest.raises(ValueError, match="target_return must be at most"):
         dt.reset(target_return=1e38)
     dt.reset(target_return=RTG_MAX_SCALED / 2)  # within the bound
+
+
+@pytest.mark.parametrize("key", ["observation.state", "action", "return_to_go"])
+def test_decision_transformer_training_refuses_non_finite_inputs(key) -> None:
+    cfg = DTConfig(3, 2, context_len=4, max_ep_len=10, dim=16, num_layers=2, num_heads=1,
+                   dropout=0.0)
+    dt = build_seeded(lambda: DecisionTransformer(cfg), 0).train()
+    g = torch.Generator().manual_seed(0)
+    batch = {"observation.state": torch.randn(2, 4, 3, generator=g),
+             "action": torch.rand(2, 4, 2, generator=g) * 2 - 1,
+             "return_to_go": torch.randn(2, 4, generator=g),
+             "timestep": torch.arange(4).expand(2, 4)}
+    assert torch.isfinite(dt(batch)[0])
+    batch[key] = batch[key].clone()
+    batch[key].view(-1)[3] = float("nan")
+    with pytest.raises(ValueError, match=f"{key} must be finite"):
+        dt(batch)

@@ -191,6 +191,12 @@ class DecisionTransformer(PretrainedMixin, nn.Module):
         timestep (B, K) long, and either mask (B, K) bool (True = real step) or LeRobot's
         action_is_pad (B, K) bool (True = padding); padding only at the end."""
         check_no_images(batch, self.kind)
+        for key in (STATE_KEY, "action", "return_to_go"):  # a NaN loss otherwise (issue 40.5)
+            value = batch.get(key)
+            if (isinstance(value, Tensor) and value.is_floating_point()
+                    and value.device.type != "meta" and not bool(torch.isfinite(value).all())):
+                raise ValueError(f"{key} must be finite, got {int((~torch.isfinite(value)).sum())}"
+                                 " NaN/inf entries")
         out = self.action_outputs(batch[STATE_KEY], batch["action"], batch["return_to_go"],
                                   batch["timestep"])
         if "mask" in batch and ACTION_IS_PAD_KEY in batch:
