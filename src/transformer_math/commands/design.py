@@ -68,17 +68,13 @@ def design(
         fail("give --hardware or --tflops/--bandwidth, not both")
     document = None
     if results is not None:
-        import json
+        from transformer_math.report.results import read_results
 
         path = input_file("--results", results)
-        try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
-            fail(f"--results {str(path)!r} is not a readable JSON file "
-                 f"({type(exc).__name__})")
-        if not isinstance(document, dict) or not isinstance(document.get("claims"), list):
-            fail(f"--results {str(path)!r} is not a 'tmath verify --json' document "
-                 "(no 'claims' list)")
+        try:  # the one strict reader of results files (size, depth, typed fields; issue 39.3)
+            document = read_results(path)
+        except (OSError, ValueError) as exc:
+            fail(f"--results: {exc}")
 
     from transformer_math.theory import latency as lm
     from transformer_math.theory import vla_design as vd

@@ -14,12 +14,13 @@ tracking (error / the noisy expert's), with the forwards, FLOPs and wall-clock p
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from transformer_math.report.results import read_results
 
 SEED_TABLE = {
     "ar": ("弱 (易 mode collapse)", "O(d_a H) steps"),
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     try:
-        document = json.loads(Path(args[0]).read_text(encoding="utf-8"))
+        document = read_results(Path(args[0]))
         print(decoder_table(document))
     except (OSError, ValueError) as exc:
         print(f"decoder_table: {exc}", file=sys.stderr)
