@@ -16,6 +16,12 @@ from transformer_math.diagnostics.op_counts import (
     count_work,
     work_polynomial,
 )
+from transformer_math.diagnostics.qk_spectrum import (
+    QKSpectrum,
+    QKSpectrumMonitor,
+    head_qk_matrices,
+    qk_spectrum,
+)
 from transformer_math.diagnostics.timing import (
     median_seconds,
     time_over_sizes,
@@ -27,6 +33,8 @@ __all__ = [
     "FlopCount",
     "HullTest",
     "PowerLawFit",
+    "QKSpectrum",
+    "QKSpectrumMonitor",
     "WorkCount",
     "WorkPolynomial",
     "attention_entropy",
@@ -34,10 +42,12 @@ __all__ = [
     "count_flops",
     "count_work",
     "fit_power_law",
+    "head_qk_matrices",
     "jacobian_matrix",
     "jacobian_spectral_norm",
     "median_seconds",
     "project_to_simplex",
+    "qk_spectrum",
     "time_over_sizes",
     "times_over_sizes",
     "torch_threads",

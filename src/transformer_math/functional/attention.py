@@ -100,6 +100,13 @@ BACKEND_IGNORED = declare_bug(
     seen_in="engines that fall back to eager attention when a fused or linear kernel is "
     "unavailable, with only a warning")
 # (H2, issue 14) planted bug: falsifier of kernel.temperature-bandwidth
+# (issue 31) planted bug: falsifier of attention.not-globally-lipschitz
+WEIGHTS_DETACHED = declare_bug(
+    "attention.weights-detached", "the reference backend detaches the attention weights before "
+    "the weighted sum, so no gradient flows through the softmax into Q and K (only through V)",
+    module=__name__,
+    seen_in="attention maps detached for logging or visualisation and then reused in the "
+    "forward; custom attention kernels whose backward propagates through V only")
 SCALE_AS_TEMPERATURE = declare_bug(
     "attention.scale-as-temperature", "an explicit logit scale (an inverse temperature beta) is "
     "used as a temperature: the logits are divided by it", module=__name__,
@@ -263,6 +270,8 @@ def reference_backend(
         weights = stable_softmax(before, dim=-1).masked_fill(torch.isneginf(logits), 0.0)
     else:
         weights = stable_softmax(logits, dim=-1)
+    if planted(WEIGHTS_DETACHED):  # (issue 31) planted bug: no gradient through the softmax
+        weights = weights.detach()
     attended = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
     output = torch.matmul(attended, v)  # (B, H, T, D_v)
     if low:

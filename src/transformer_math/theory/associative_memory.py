@@ -38,6 +38,10 @@ retrieves almost perfectly where the outer-product memory is already near its li
 
 Boundary (003): these are estimates for random keys queried with stored keys, with the threshold
 "interference equals signal"; they are not bounds on what a trained model memorises.
+
+No claim rests on this module since issue 31: ``memory.outer-product-crosstalk`` was retired to
+``tests/claims/memory/test_crosstalk.py`` (003:52 only reports the tutorial's assumptions, so no
+seed statement was at risk; what it checked of this module is that test).
 """
 
 from __future__ import annotations
@@ -56,7 +60,9 @@ TRANSPOSED = declare_bug(
     "the outer-product memory stores W = sum_i k_i v_i^T (keys and values swapped) instead of "
     "sum_i v_i k_i^T", module=__name__,
     seen_in="the row/column-vector convention slip of Hebbian / fast-weight memories (x W vs W x; "
-    "nn.Linear stores the transpose)")
+    "nn.Linear stores the transpose)",
+    test="tests/claims/memory/test_crosstalk.py::"
+    "test_outer_product_transposed_fails_the_crosstalk_checks")
 
 
 def random_unit_vectors(
@@ -97,7 +103,7 @@ class OuterProductMemory:
     def __init__(self, keys: Tensor, values: Tensor) -> None:
         _check_pairs(keys, values)
         self.weight = values.T @ keys  # (d_v, d_k)
-        if planted(TRANSPOSED):  # planted bug: falsifier of memory.outer-product-crosstalk
+        if planted(TRANSPOSED):  # planted bug, killed by tests/claims/memory/test_crosstalk.py
             self.weight = keys.T @ values
 
     @property

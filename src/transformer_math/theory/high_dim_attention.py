@@ -6,7 +6,8 @@ W_QK = W_Q W_K^T (d x d) attends with
     A = softmax(X W_QK X^T / sqrt(d))      (rows: queries, columns: keys; 004:902)
 
 computed here by the project's attention (``functional.attention.scaled_dot_product_attention``,
-reference backend, q = X W_QK, k = v = X, explicit scale 1/sqrt(d)). Facts the checks use:
+reference backend, q = X W_QK, k = v = X, the library's default scale 1/sqrt(d_k) with d_k = d,
+so a planted bug in that default reaches this computation). Facts the checks use:
 
 - A is n x n, so rank(A) <= n and its effective rank (exp of the entropy of its normalised
   singular values) is <= n whatever W_QK and the input covariance are.
@@ -21,20 +22,10 @@ reference backend, q = X W_QK, k = v = X, explicit scale 1/sqrt(d)). Facts the c
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor
 
-from transformer_math.bugs import declare_bug, planted
 from transformer_math.functional.attention import scaled_dot_product_attention
-
-LOGITS_OVER_D = declare_bug(
-    "spectrum.high-dim-logits-over-d",
-    "single_head_attention scales the logits X W_QK X^T by 1/d (the 'M' of 004's table) "
-    "instead of 1/sqrt(d): every logit shrinks by sqrt(d) and attention flattens as d grows",
-    module=__name__,
-    seen_in="004:903 defines both A with /sqrt(d) and M with /d; mixing the two normalisations")
 
 
 def gaussian_tokens(batch: int, n: int, d: int, gen: torch.Generator) -> Tensor:
@@ -48,14 +39,10 @@ def single_head_attention(x: Tensor, w_qk: Tensor) -> Tensor:
     if x.dim() != 3 or w_qk.shape != (x.shape[-1], x.shape[-1]):
         raise ValueError(f"x must be (B, n, d) and w_qk (d, d), got {tuple(x.shape)}, "
                          f"{tuple(w_qk.shape)}")
-    d = x.shape[-1]
-    scale = 1.0 / math.sqrt(d)
-    if planted(LOGITS_OVER_D):  # planted bug: falsifier of spectrum.high-dim-single-head
-        scale = 1.0 / d
     q = (x @ w_qk)[:, None]  # (B, 1, n, d)
     k = x[:, None]
-    out = scaled_dot_product_attention(q, k, k, scale=scale, return_weights=True,
-                                       backend="reference")
+    # the default scale 1/sqrt(d_k), d_k = d: 004:902's 1/sqrt(d)
+    out = scaled_dot_product_attention(q, k, k, return_weights=True, backend="reference")
     assert out.weights is not None
     return out.weights[:, 0]
 

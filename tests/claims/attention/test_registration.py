@@ -25,6 +25,8 @@ MODULES = {
     "attention.complexity-table": "complexity",
     "attention.quadratic-cost": "quadratic_cost",
     "attention.heads-sweep": "heads",
+    "attention.variance-snippet": "scaling",
+    "attention.dk-scale-uniform": "scaling",
 }
 FULL = {"attention.quadratic-cost", "attention.heads-sweep"}
 QUICK = sorted(k for k in MODULES if k not in FULL)
@@ -41,8 +43,9 @@ def test_every_attention_claim_is_registered_in_its_module():
         assert c.tier is (Tier.FULL if claim_id in FULL else Tier.QUICK)
 
 
-REFUTED = {"attention.multihead-param-count", "attention.row-stochastic",
-           "attention.not-globally-lipschitz", "attention.complexity-table",
+#: issue 31: attention.row-stochastic (000:221 misread) and attention.complexity-table (004:67, a
+#: big-O read pointwise) verify the seed now
+REFUTED = {"attention.multihead-param-count", "attention.not-globally-lipschitz",
            "attention.fully-masked-rows"}
 
 

@@ -71,6 +71,10 @@ def _normaliser_identity(logits: Tensor, weights: Tensor) -> tuple[float, float]
     falsifier="attention.softmax-wrong-axis",
     expected="verified",
     version=2,
+    kind="measurement",
+    audit="""Issue 31 review: sound; no change. Kind measurement: the identity log A_ij - log
+    A_ji = log Z_j - log Z_i is predicted in closed form and measured on the library
+    MultiHeadAttention's weights (hook_pattern).""",
     seed_refs=[("000", 199, 199), ("000", 390, 390)],
 )
 @single_threaded
@@ -175,6 +179,9 @@ def _spectrum_figure(svals: Tensor, sv_big: Tensor, n: int, d: int, heads: int) 
     falsifier="attention.scale-by-model-width",
     expected="verified",
     version=2,
+    kind="measurement",
+    audit="""Issue 31 review: sound; no change. Kind measurement: rank(S) <= d_k and the
+    per-head scale sqrt(d/H) predicted, measured on the library module.""",
     seed_refs=[("000", 299, 311), ("000", 406, 406)],
 )
 @single_threaded

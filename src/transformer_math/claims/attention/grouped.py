@@ -70,6 +70,10 @@ def _per_head_reference(gqa: MultiHeadAttention, x: Tensor) -> Tensor:
     falsifier="attention.gqa-tiled",
     expected="verified",
     version=1,
+    kind="measurement",
+    audit="""Issue 31 review: sound; no change. Kind measurement: GQA output of the library
+    module against the per-head formula and the expanded MHA; falsifier attention.gqa-tiled in
+    functional/attention.py.""",
     seed_refs=[("000", 283, 297), ("004", 1031, 1031)],
 )
 @single_threaded

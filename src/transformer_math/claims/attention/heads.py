@@ -31,10 +31,8 @@ from transformer_math.claims.registry import (
     Context,
     Evidence,
     Figure,
-    Refutation,
     Series,
     Tier,
-    at_most,
     claim,
     decide,
 )
@@ -104,30 +102,38 @@ def _figure(sweep: list[int], errors: dict[str, list[float]]) -> Figure:
     more expressive: a single full-rank attention relation is fitted exactly by one head of
     size d and not by four heads of size d/4 (the low-rank bottleneck of Bhojanapalli et al.),
     while four different rank-2 relations are fitted by four small heads and not by one big
-    head. Four heads of size d (head size set independently of H) fit the single relation.""",
+    head. Four heads of size d (head size set independently of H) fit the single relation.
+    The seed's misconception 27 (000:1393) denies that one big head is more expressive than
+    several small heads; that denial holds (the big head fails on the four relations), and its
+    correction is qualified (H heterogeneous maps), which is the four-relation arm.""",
     tier=Tier.FULL,
     falsifier="attention.heads-merged-without-transpose",
-    expected="refuted",
-    version=1,
+    expected="verified",
+    version=3,
+    kind="measurement",
     seed_refs=[("000", 301, 311), ("000", 406, 406), ("000", 61, 61), ("000", 1393, 1393)],
-    refutes=[
-        Refutation("000", 61, "多头低秩瓶颈 rank(S) <= d_k ——为何多个小头优于一个大头",
-                   "the bottleneck is the small heads' (Bhojanapalli et al. 2020): at fixed d a "
-                   "head of size d/H cannot fit a full-rank relation one head of size d fits"),
-        Refutation("000", 311, "多头 vs 大头 ... 哪个更强？经验与理论都指向后者（多头）",
-                   "at fixed d neither dominates: one head of size d fits a full-rank relation "
-                   "that H = 4 heads of size d/4 cannot (Bhojanapalli et al. 2020 show small "
-                   "head size is a bottleneck and recommend head size independent of H)"),
-        Refutation("000", 1393, "误区 27: '用一个大头比多个小头表达力强' 是误区; 多头比一张高秩图"
-                   "更高效",
-                   "the big head is more expressive on a single high-rank relation and the "
-                   "small heads on several low-rank ones; at fixed d the comparison depends on "
-                   "the target"),
-    ],
     statement_zh="""在固定宽度 d 下，一个大头与 H 个小头（每头 d/H 维）谁都不比谁表达力更强：
     单个满秩注意力关系能被一个 d 维头精确拟合，而 4 个 d/4 维的头拟合不了（Bhojanapalli 等人的
     低秩瓶颈）；四个不同的秩 2 关系则能被 4 个小头拟合，一个大头拟合不了。头维度与头数无关地取 d
-    时（4 个 d 维头），单个关系也能拟合。""",
+    时（4 个 d 维头），单个关系也能拟合。种子误区 27（000:1393）否认"用一个大头比多个小头表达力强"：
+    这一否认成立（大头在四个关系上失败），其纠正带有限定（H 张异质注意力图），正是四关系那一组。""",
+    audit="""Issue 31 review items 000:61, 000:311 (weak: the seed qualifies them, heterogeneous
+    relations, and 000:309 concedes the big head's single-map rank): agreed, both refutations
+    dropped (version 2); 000:311's qualified statement agrees with the four-relation arm.
+    000:1393 (the audit: 'V, literal misconception 27'): disputed, and the refutation is dropped
+    in version 3, following the R2 adversarial review of version 2. The row calls the belief
+    'one big head is more expressive than several small heads' a misconception; the negation
+    of a dominance is not the reverse dominance, and the claim's own four-relation arm shows
+    the big head does not dominate, so the row, read literally, is right; its correction
+    ('多头用 H 张异质注意力图换多样性，比一张高秩图更高效') carries the qualifier 异质, which the
+    old seed margin (small heads at least as good on a single full-rank relation) ignored.
+    Expected verified; no seed margin (the seed's qualified statement is the four-relation
+    ratio margin). Thresholds NOT derived: the fit thresholds (matched <= 1e-2, mismatched >=
+    2e-2, ratios >= 10 and >= 1.5) were chosen while building the claim from one run per seed
+    (tiny, seeds 0-2) with the planted head-merge bug's values also in view (0.18-0.25 and
+    0.74-0.84); they are reported as such, not as a null model. What supports them: the
+    measured separations are 2-3 orders of magnitude (matched <= 1e-4 against mismatched >=
+    0.175).""",
 )
 @single_threaded
 def check_heads_sweep(ctx: Context) -> Evidence:
@@ -144,9 +150,17 @@ def check_heads_sweep(ctx: Context) -> Evidence:
     >= 0.37, H = 4 <= 0.074 (ratio >= 5). The matched four-head student can stop in a local
     minimum (head symmetries; with 16 sequences it did on most seeds), so that arm is held to a
     ratio, not to a fit. With the planted head-merge bug: 4 heads of size d 0.18-0.25 and the
-    four-relation ratio 0.74-0.84 (both fail). The seed's version (000:311, 000:1393: H small
-    heads are at least as expressive as one big head) is err(one relation, H = 4) <=
-    err(H = 1) + 1e-3, on the best seed.
+    four-relation ratio 0.74-0.84 (both fail). These thresholds were chosen from those runs,
+    with the bug's values in view: they are not derived (issue 31).
+
+    Version 3 (issue 31, R2 review): the refutation of 000:1393 is dropped (its seed margin,
+    err(one relation, H = 4) <= err(H = 1) + 1e-3, read the row's denial of a dominance as the
+    reverse dominance); the claim verifies the seed's qualified statement. The one-relation
+    gap is kept as a detail.
+
+    Version 2 (issue 31): the refutations of 000:61 and 000:311 are dropped (000:311 is about
+    superpositions of heterogeneous relations and concedes the big head's single-map rank in
+    000:309; its four-relation reading is what this claim verifies); only 000:1393 is refuted.
     Training errors bound the best error from above: a matched error near 0 is a fit found;
     a mismatched floor is what Adam reached from one initialisation, the same budget for all.
     """
@@ -178,12 +192,6 @@ def check_heads_sweep(ctx: Context) -> Evidence:
         per_seed.at_least("four_ratio_H1_over_H4", 1.5,
                           "four relations: error(H = 1) / error(H = 4)"),
     ]
-    # The seed's version fails only if it fails on every seed: its value is the best seed's.
-    seed_margins = [
-        at_most(f"000:311/1393 small heads at least as expressive: err(one relation, H = 4) - "
-                f"err(H = 1) (best of {len(per_seed.seeds)} seeds)",
-                per_seed.lo("one_H4_minus_H1"), 1e-3),
-    ]
     return Evidence(
         predicted="matched students ~0; one relation: H = 4 (d_k = 2) floor; four relations: "
                   "H = 1 floor; 4 heads of size d ~0",
@@ -191,21 +199,24 @@ def check_heads_sweep(ctx: Context) -> Evidence:
         | {"4 heads of size d, one relation": sig(first["wide"], 3)},
         tolerance="matched (one relation) <= 1e-2; mismatched >= 2e-2; ratios >= 10 (one "
                   "relation) and >= 1.5 (four relations); every seed",
-        verdict=decide(margins, seed_margins),
+        verdict=decide(margins),
         notes=[
             f"Heads sweep H = {sweep_h} at d = {D}, n = {D}; measured: the first seed's "
             "relative squared errors in the order of the sweep; margins on the worst seed.",
             "000:301 and 000:406 (too many heads degrade) agree with the one-relation row: the "
-            "error grows as the head size d/H shrinks. What the seed gets wrong (000:61, "
-            "000:311, 000:1393) is the ranking: at fixed d many small heads do not dominate "
-            "one big head.",
+            "error grows as the head size d/H shrinks; 000:311 and misconception 27 "
+            "(000:1393: heterogeneous relations favour several heads; one big head does not "
+            "dominate) agree with the four-relation row. Neither dominates: on one full-rank "
+            "relation the big head wins (err(H = 4) - err(H = 1) = "
+            f"{per_seed.lo('one_H4_minus_H1'):.3g} on the best seed).",
+            "Thresholds (issue 31): chosen from one run per seed while building the claim, "
+            "with the planted bug's values in view; not derived from a null model.",
             "Bhojanapalli et al. 2020 (Theorem 1): a head of size d_k < n cannot express every "
             "attention pattern; their remedy, head size independent of H, is the 4 x d arm.",
         ],
         figures=[_figure(sweep_h, first["errors"])],
         details={"sweep": sweep_h, "errors": first["errors"], "wide_heads_error": first["wide"]},
         margins=margins,
-        seed_margins=seed_margins,
         per_seed=per_seed.to_json(),
     )
 

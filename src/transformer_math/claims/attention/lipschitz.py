@@ -157,30 +157,53 @@ def _growth_figure(grid: list[float], norms: dict[str, list[float]]) -> Figure:
     et al.), not with an untied key projection; attention on LayerNorm-ed inputs stays bounded.
     The product of the layers' spectral norms is an upper bound on a network's Lipschitz
     constant (and a loose one), not an estimate of it.""",
-    falsifier="attention.l2-key-norm-dropped",
+    falsifier="attention.weights-detached",
     expected="refuted",
-    version=3,
+    version=4,
+    kind="measurement",
     seed_refs=[("000", 374, 386)],
     refutes=[
-        Refutation("000", 378, "网络的 Lipschitz 常数（约等于各层谱范数之积）",
-                   "the product of spectral norms is only an upper bound (submultiplicativity), "
-                   "loose by a large factor for a deep network; for dot-product attention it "
-                   "bounds nothing (no global Lipschitz constant)"),
-        Refutation("000", 384, "(2) 谱归一化直接约束 W_Q,W_K,W_V,W_O 的谱范数 (as a way to "
-                   "control the Lipschitz constant of attention)",
-                   "with every projection of spectral norm 1, dot-product attention is still "
-                   "not Lipschitz: Kim et al.'s blow-up (Jacobian ~ c^2) survives any weight "
-                   "norm"),
-        Refutation("000", 384, "(3) 改用 L2 距离注意力（用 -||q-k||^2 替代 q^T k，Kim et al. "
-                   "证明它 Lipschitz）",
-                   "Kim et al.'s L2 attention is Lipschitz only with tied projections W_Q = "
-                   "W_K (and the value map X A_h); with its own W_K its Jacobian grows like "
-                   "c^2"),
+        Refutation(
+            "000", 378, quote="网络的 Lipschitz 常数（约等于各层谱范数之积）",
+            says="a network's Lipschitz constant is approximately the product of its layers' "
+            "spectral norms",
+            reading="'约等于' (approximately equal) as within a factor 2, on a deep linear "
+            "network whose Lipschitz constant is known exactly, and on the spectrally "
+            "normalised attention (norm product 1)",
+            correct="the product of spectral norms is only an upper bound (submultiplicativity), "
+            "loose by a large factor for a deep network; for dot-product attention it bounds "
+            "nothing (no global Lipschitz constant)"),
+        Refutation(
+            "000", 384,
+            quote=r"(2) 谱归一化（spectral normalization）直接约束 \(W_Q,W_K,W_V,W_O\) 的谱范数；"
+            r"(3) 改用 L2 距离注意力（用 \(-\|q-k\|^2\) 替代 \(q^\top k\)，Kim et al. "
+            r"证明它 Lipschitz）",
+            says="remedies (2) spectral normalisation of W_Q, W_K, W_V, W_O and (3) L2-distance "
+            "attention (-||q - k||^2 instead of q.k, 'proved Lipschitz by Kim et al.') control "
+            "the Lipschitz constant of attention",
+            reading="each remedy as stated bounds the Jacobian along X -> c X: its growth "
+            "exponent <= 0.25 (bounded)",
+            correct="with every projection of spectral norm 1 dot-product attention still grows "
+            "like c^2 (Kim et al.'s blow-up survives any weight norm); Kim et al.'s L2 attention "
+            "is Lipschitz only with tied projections W_Q = W_K (and the value map X A_h), with "
+            "its own W_K it grows like c^2 too. Two remedies on one line, booked as one record"),
     ],
     statement_zh="""点积自注意力不是全局 Lipschitz 的：沿 X -> c X 其雅可比范数无界增长（在 Kim
     等人的路径上约为 c^2），即使 W_Q、W_K、W_V、W_O 都做了谱归一化也是如此。L2 距离注意力在
     W_Q = W_K 绑定时是 Lipschitz 的（Kim 等人），键投影不绑定时则不是；对 LayerNorm 后的输入做
     注意力保持有界。各层谱范数之积是网络 Lipschitz 常数的上界（且很松），不是它的估计。""",
+    audit="""Issue 31 review: the refutations of 000:378 and 000:384 are valid (kept); the
+    falsifier sat in functional/l2_attention.py, used by this claim only. Version 4 plants
+    attention.weights-detached in functional/attention.py (the reference backend that the
+    dot-product arm, MultiHeadAttention, runs); the L2 bug is still killed here. The two
+    000:384 records (remedies 2 and 3, one line) are merged into one (issue 31's one record
+    per line). Thresholds: exponent 2 +- 0.25 and 'bounded' <= 0.25 from the fit window where
+    the asymptote holds to < 1 %; 'approximately equal' read as within a factor 2. The R-batch
+    review of version 4 reads remedy (3) as an omission of Kim et al.'s precondition (tied
+    W_Q = W_K), to be a correction rather than a refutation; kept as refuted with the audit
+    (V): 000:384 offers '改用 L2 距离注意力' as a remedy, and the remedy as stated (replace
+    q.k by -||q - k||^2, the projections untouched) does not give a Lipschitz map (measured:
+    exponent ~2); the record is one with remedy (2), which stands on its own.""",
 )
 @single_threaded
 def check_not_globally_lipschitz(ctx: Context) -> Evidence:
@@ -195,7 +218,14 @@ def check_not_globally_lipschitz(ctx: Context) -> Evidence:
     for the dot product; <= 0.25 for "bounded" (the fits run over c in [~50, ~300] where the
     asymptote holds to <1%).
 
-    Version 2 (issue 14): the falsifier is the planted bug ``attention.l2-key-norm-dropped`` in
+    Version 4 (issue 31): the falsifier is the planted bug ``attention.weights-detached`` in the
+    library's reference attention backend (the code the dot-product arm measures: no gradient
+    through the softmax, so ||J|| stays bounded and the exponent-2 margin fails); the L2 bug
+    ``attention.l2-key-norm-dropped`` sits in ``functional.l2_attention``, a reference used
+    only here, and is still caught by the L2 margin (``tmath mutants``). The two refutations
+    of 000:384, remedies (2) and (3) on one line, are one record; margins unchanged.
+
+    Version 2 (issue 14): the falsifier was the planted bug ``attention.l2-key-norm-dropped`` in
     ``functional.l2_attention`` (the ||k_j||^2 term of the distance dropped, which leaves a dot
     product), no longer an untied variant built by the claim.
 

@@ -237,6 +237,9 @@ def _count_details(counts: dict[str, list[WorkCount]], polys: dict[str, WorkPoly
     falsifier="attention.backend-ignored",
     expected="verified",
     version=2,
+    kind="measurement",
+    audit="""Issue 31 review: sound; no change. The verdict rests on the exact counted-work
+    polynomial; timings are informational only.""",
     seed_refs=[("000", 396, 396), ("000", 456, 460), ("004", 60, 69)],
 )
 def check_quadratic_cost(ctx: Context) -> Evidence:

@@ -109,9 +109,10 @@ SEED_CS = [0.25 * i for i in range(17)]  # c in [0, 4]: the seed's constant, swe
     1 (identity) for gamma > gamma_c; the transition sits at gamma_c. The third seed's
     f(T) = 1 + c loglog T / 1 + c (log T)^1.5 divisor has no transition (it collapses for every
     c) and its Llama-2 perplexity table is not from the paper: refuted / unsupported.""",
-    falsifier="critical-scaling.log-of-wrong-length",
+    falsifier="attention.scale-as-temperature",
     expected="refuted",
-    version=2,
+    version=3,
+    kind="measurement",
     seed_refs=[("004", 646, 680), ("004", 744, 753), ("004", 1095, 1095)],
     corrections=[Correction(
         seed="004", line=1095,
@@ -121,12 +122,25 @@ SEED_CS = [0.25 * i for i in range(17)]  # c in [0, 4]: the seed's constant, swe
         "series",
         source="Chen, Lin, Polyanskiy & Rigollet, arXiv 2510.05554; ICLR 2026 proceedings")],
     refutes=[Refutation(
-        seed="004", line=662,
-        says="softmax(QK^T / sqrt(d_k f(T))) with f(T) = 1 + c loglog T or 1 + c (log T)^1.5 is "
-        "the critical scaling: logits neither collapse nor diverge at long context",
+        seed="004", line=662, also=(666, 670, 674),
+        quote=r"\text{softmax}\left(\frac{\mathbf{Q}{\mathbf{K}}^T}{\sqrt{d_k\cdot f(T)}}\right)",
+        says="softmax(QK^T / sqrt(d_k f(T))) with f(T) = 1 + c loglog T (666) or "
+        "1 + c (log T)^1.5 (670) is the critical scaling: for f = O(polylog T) the logits "
+        "neither collapse nor diverge at long context (674)",
+        reading="for some c in [0, 4] and either form, the self-weight of simplex tokens "
+        "(the paper's setting) does not fall with n, and crosses 1/2 at some c (a critical c)",
         correct="the critical multiplier grows, beta_n = gamma log n with gamma_c = 1/(1 - rho) "
         "(Chen et al. 2025); dividing by sqrt(f(T)) shrinks the multiplier and collapses "
         "attention for every c")],
+    audit="""Issue 31 review: the refutation of 004:662 is valid (kept, one record with the
+    lines that repeat it: the two forms of f at 666 and 670 and the 'theorem' at 674); the
+    falsifier sat in functional/critical_scaling.py, which only claims import. Version 3 plants
+    attention.scale-as-temperature in functional/attention.py, where the measured attention
+    applies the explicit scale gamma log n (as a temperature it divides: collapse at every
+    gamma, the identity-above margin fails); critical-scaling.log-of-wrong-length stays in the
+    zoo, still killed here. Thresholds: gamma_c within 5 % (the finite-n crossing
+    log(n-1)/((1-rho) log n) is within it for n >= 16); the rise conditions have threshold 0
+    (sign of a deterministic change).""",
 )
 def check_critical_scaling(ctx: Context) -> Evidence:
     """Margins on A_ii measured with the project's attention (simplex tokens, rho = 1/2).
@@ -137,8 +151,13 @@ def check_critical_scaling(ctx: Context) -> Evidence:
     the seed's multiplier 1/sqrt(f(n)) for c in [0, 4] and both of its forms: some c keeps A_ii
     from falling with n (no collapse), and A_ii crosses 1/2 at some c (a critical c).
 
+    Version 3 (issue 31): the falsifier is the planted bug attention.scale-as-temperature in
+    the library attention that the measurement runs (``functional.attention``, used by every
+    module), no longer a bug in ``functional.critical_scaling``, which only claims import; the
+    refutation is one record for the lines that repeat the error. Margins unchanged.
+
     Version 2 (issue 14): the refutation is measured (was ``refutes_seed=True``, a literal);
-    the falsifier is the planted bug critical-scaling.log-of-wrong-length in
+    the falsifier was the planted bug critical-scaling.log-of-wrong-length in
     ``functional.critical_scaling`` (was the seed's rule run through the same margins).
     """
     rho = 0.5
