@@ -367,7 +367,8 @@ def linear_attention(
         q, k, v, feature_map=feature_map, causal=causal, scale=scale, projection=projection,
         key_padding_mask=key_padding_mask,
     )
-    # planted bug: falsifier of kernel.linear-attention-kernel-regression (and -rnn)
+    # planted bug: falsifier of kernel.linear-vs-softmax-retrieval (and a test of the
+    # kernel-regression identity, tests/nn/test_attention_kernel_identities.py)
     drop_normaliser = planted(NO_NORMALISER)
     if not causal:
         S = torch.einsum("bhsm,bhsv->bhmv", phi_k, v)  # (B, H, m, D_v)

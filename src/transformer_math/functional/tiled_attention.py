@@ -61,6 +61,15 @@ ONLINE_SOFTMAX_NO_RESCALE = declare_bug(
     seen_in="the classic slip of hand-written FlashAttention / online-softmax kernels "
     "(Milakov & Gimelshein 2018 eq. 4 is the rescale that gets dropped)",
 )
+BACKWARD_RECOMPUTES_OUTPUT = declare_bug(
+    "flash.backward-recomputes-output",
+    "the backward recomputes each query tile's output O = sum_j P_j V_j from the tiles for "
+    "D = rowsum(dO * O) instead of using the saved O (same gradients; the logits and P V of "
+    "every tile computed once more: 4 N^2 d more FLOPs per head)",
+    module=__name__,
+    seen_in="FlashAttention backward ports that recompute everything from Q, K, V and lse, "
+    "O included (Dao et al. 2022 Algorithm 4 reads the saved O for D)",
+)
 KV_COUNTED_ONCE = declare_bug(
     "flash.kv-counted-once",
     "the IO counter of the tiled loop records the K/V tiles only on the first query tile, as if "
@@ -335,13 +344,22 @@ def tiled_attention_backward(
         q_blk, qs_blk, do_blk = q[:, :, i0:i1], qs[:, :, i0:i1], grad_out[:, :, i0:i1]
         dq_blk = torch.zeros_like(q_blk)
         dead = torch.isneginf(lse[:, :, i0:i1]).unsqueeze(-1)  # fully masked rows: P = 0
+        delta_blk = delta[:, :, i0:i1]
+        if planted(BACKWARD_RECOMPUTES_OUTPUT):  # planted bug: falsifier of
+            o_blk = torch.zeros_like(do_blk)  # architecture.flash-recompute-flops
+            for j0 in range(0, _key_range(is_causal, i1, s_len, offset), block_k):
+                j1 = min(j0 + block_k, s_len)
+                logits = _tile_logits(qs_blk, k, attn_mask, is_causal, i0, i1, j0, j1, offset)
+                p = torch.exp(logits - shift_all[:, :, i0:i1]).masked_fill(dead, 0.0)
+                o_blk = o_blk + torch.matmul(p, v[:, :, j0:j1])
+            delta_blk = (do_blk * o_blk).sum(dim=-1, keepdim=True)
         for jt, j0 in enumerate(range(0, _key_range(is_causal, i1, s_len, offset), block_k)):
             j1 = min(j0 + block_k, s_len)
             logits = _tile_logits(qs_blk, k, attn_mask, is_causal, i0, i1, j0, j1, offset)
             p = torch.exp(logits - shift_all[:, :, i0:i1]).masked_fill(dead, 0.0)
             dv_tiles[jt] = dv_tiles[jt] + torch.matmul(p.transpose(-2, -1), do_blk)
             dp = torch.matmul(do_blk, v[:, :, j0:j1].transpose(-2, -1))
-            ds = p * (dp - delta[:, :, i0:i1])
+            ds = p * (dp - delta_blk)
             dq_blk = dq_blk + torch.matmul(ds, k[:, :, j0:j1]) * scale
             dk_tiles[jt] = dk_tiles[jt] + torch.matmul(ds.transpose(-2, -1), q_blk) * scale
         dq_tiles.append(dq_blk)

@@ -7,7 +7,8 @@ Math (000 §8.3.2, theory A; Nadaraya 1964, Watson 1964; Tsai et al. 2019). Give
 
 With kappa(x, x') = exp((x W_Q)(x' W_K)^T / sqrt(d_k)) (:class:`SoftmaxAttentionKernel`), x the
 query token and (x_j, v_j) the key tokens and their values, f_hat is exactly one attention head's
-output (the ``kernel.nadaraya-watson`` claim checks this against ``MultiHeadAttention``). Other
+output (``tests/nn/test_attention_kernel_identities.py`` checks this against
+``MultiHeadAttention``). Other
 kernels: Gaussian exp(-|x - x'|^2 / 2h^2) (equal to the softmax kernel after row normalisation
 when all keys have equal norms, ``kernel.gaussian-equivalence``), linear 1 + x^T x' (the kernel of
 linear attention with phi(x) = [1, x]; it can be negative, so the "weights" are signed), and
@@ -37,12 +38,15 @@ NORMALISE_OVER_QUERIES = declare_bug(
     "Nadaraya-Watson weights divided by the column sums of the kernel matrix (over the queries) "
     "instead of the row sums (over the data points)", module=__name__,
     seen_in="the softmax-over-the-wrong-axis slip (dim=-2 for dim=-1), common in hand-written "
-    "attention and kernel smoothers")
+    "attention and kernel smoothers",
+    test="tests/nn/test_attention_kernel_identities.py::test_attention_is_nadaraya_watson")
 BANDWIDTH_UNSQUARED = declare_bug(
     "kernel-regression.gaussian-bandwidth-unsquared",
     "Gaussian kernel exp(-|x - x'|^2 / (2 h)) with the bandwidth not squared", module=__name__,
     seen_in="bandwidth h vs variance h^2 confused (sigma vs sigma^2 in RBF kernels, e.g. "
-    "scikit-learn's gamma = 1/(2 sigma^2) parametrisation)")
+    "scikit-learn's gamma = 1/(2 sigma^2) parametrisation)",
+    test="tests/nn/test_attention_kernel_identities.py::"
+    "test_gaussian_kernel_uses_the_squared_bandwidth")
 
 
 class Kernel(Protocol):
@@ -85,7 +89,7 @@ class GaussianKernel:
     def __call__(self, x_query: Tensor, x_data: Tensor) -> Tensor:
         _check_pair(x_query, x_data)
         variance = self.bandwidth**2
-        if planted(BANDWIDTH_UNSQUARED):  # planted bug: falsifier of kernel.gaussian-equivalence
+        if planted(BANDWIDTH_UNSQUARED):  # planted bug: killed by a test (issue 31)
             variance = self.bandwidth
         return torch.exp(-_squared_distances(x_query, x_data) / (2.0 * variance))
 
@@ -194,7 +198,7 @@ class SoftmaxAttentionKernel:
 
 def _normaliser(k: Tensor) -> Tensor:
     """The Nadaraya-Watson denominator sum_j kappa(x_i, x_j) (..., T, 1); 1 where it is 0."""
-    if planted(NORMALISE_OVER_QUERIES):  # planted bug: falsifier of kernel.nadaraya-watson
+    if planted(NORMALISE_OVER_QUERIES):  # planted bug: killed by a test (issue 31)
         den = k.sum(dim=-2, keepdim=True)
     else:
         den = k.sum(dim=-1, keepdim=True)

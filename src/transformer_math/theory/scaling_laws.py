@@ -53,6 +53,16 @@ TRAINING_COST_2ND = declare_bug(
 )
 
 
+INFERENCE_AWARE_FIXED_TOKENS = declare_bug(
+    "scaling.inference-aware-fixed-tokens",
+    "the inference-aware optimum keeps the compute-optimal model's training tokens D fixed "
+    "while it shrinks N (instead of holding the loss fixed and retraining on D_train(N))",
+    module=__name__,
+    seen_in="dividing a fixed data budget by a larger tokens-per-parameter ratio (000:1152, "
+    "N ~ D / 1800 at the same D) instead of Sardana et al.'s fixed-loss objective",
+)
+
+
 def training_flops_per_param_token() -> float:
     """FLOPs per parameter and training token: 2 (forward) + 4 (backward) = 6."""
     if planted(TRAINING_COST_2ND):  # planted bug: falsifier of architecture.chinchilla
@@ -353,9 +363,14 @@ def _inference_aware(base: ComputeOptimum, surface: ParametricLoss,
     """The optimisation of :func:`inference_aware_optimum` (inputs already checked)."""
     target = surface(base.params, base.tokens)
 
+    def train_tokens(n: float) -> float:
+        if planted(INFERENCE_AWARE_FIXED_TOKENS):  # planted bug: falsifier of
+            return base.tokens  # architecture.inference-aware-sizing
+        return surface.tokens_for_loss(n, target)
+
     def cost(log_n: float) -> float:
         n = math.exp(log_n)
-        d = surface.tokens_for_loss(n, target)
+        d = train_tokens(n)
         return training_flops(n, d) + INFERENCE_FLOPS_PER_PARAM_TOKEN * n * d_inf
 
     # Smallest feasible N: A / N^alpha < target - E.
@@ -373,7 +388,7 @@ def _inference_aware(base: ComputeOptimum, surface: ParametricLoss,
         else:
             a = c1
     n = math.exp((a + b) / 2.0)
-    d = surface.tokens_for_loss(n, target)
+    d = train_tokens(n)
     train = training_flops(n, d)
     inf = INFERENCE_FLOPS_PER_PARAM_TOKEN * n * d_inf
     base_total = base.flops + INFERENCE_FLOPS_PER_PARAM_TOKEN * base.params * d_inf

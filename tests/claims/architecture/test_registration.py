@@ -25,7 +25,9 @@ EXPECTED = {
     "architecture.layernorm-geometry",
     "architecture.pre-vs-post-norm",
     "architecture.chinchilla",
+    "architecture.inference-aware-sizing",
     "architecture.flash-io",
+    "architecture.flash-recompute-flops",
     "architecture.tiled-attention-exact",
     "architecture.encoder-decoder",
     "architecture.layernorm-eps-jacobian",
@@ -59,6 +61,8 @@ def test_margins_decide_the_verdict_in_both_directions(c) -> None:  # type: igno
     assert len(set(names)) == len(names)
     assert result.evidence.figures or c.id in {
         "architecture.chinchilla",
+        "architecture.inference-aware-sizing",
+        "architecture.flash-recompute-flops",
         "architecture.tiled-attention-exact",
         "architecture.encoder-decoder",
     }

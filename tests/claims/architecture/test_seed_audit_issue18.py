@@ -48,7 +48,7 @@ def test_kaplan_bracket_bug_breaks_the_limit() -> None:
 
 
 @pytest.mark.parametrize("claim_id", ["architecture.kaplan-joint-law",
-                                      "architecture.layernorm-eps-jacobian"])
+                                      "architecture.inference-aware-sizing"])
 def test_new_claims_refute_and_their_bug_fails(claim_id: str) -> None:
     c = get_claim(claim_id)
     ev = c.check(CTX)
@@ -62,19 +62,29 @@ def test_new_claims_refute_and_their_bug_fails(claim_id: str) -> None:
 
 
 def test_layernorm_jacobian_is_one_over_sigma() -> None:
-    ev = get_claim("architecture.layernorm-eps-jacobian").check(CTX)
+    c = get_claim("architecture.layernorm-eps-jacobian")
+    ev = c.check(CTX)
+    assert ev.verdict is Verdict.VERIFIED and not c.refutes  # issue 31: strawmen dropped
     jac0 = ev.measured["jacobian_eps0"]
     assert jac0[0] == pytest.approx(1.0) and jac0[-1] == pytest.approx(1e4, rel=1e-6)
     assert max(ev.measured["jacobian_eps1e-5"]) < 1 / math.sqrt(1e-5) * (1 + 1e-9)
     assert ev.measured["min_norm_over_sqrt_d"] < 1.0
+    assert ev.measured["jacobian_rank_eps0"] == 16 - 2  # 000:1108: two fewer degrees of freedom
+    with plant(c.falsifier.bug):
+        assert c.check(CTX).verdict is Verdict.FAILED
 
 
-def test_chinchilla_version_3_seed_margins() -> None:
+def test_chinchilla_one_record_per_error() -> None:
+    """Issue 31: the C = 1e21 error is one record (1148, also 1150 and 1154); 1152 is the
+    inference-aware model's (kind model); 1146 / 1708 are not booked."""
     c = get_claim("architecture.chinchilla")
-    assert c.version == 3 and c.statement_zh
-    lines = {r.line for r in c.refutes}
-    assert {1146, 1148, 1150, 1152, 1154, 1708} <= lines
-    assert any(r.line == 1146 for r in c.corrections)  # OpenVLA D/N ~ 140: cited
+    assert c.version == 4 and c.statement_zh and c.kind == "code-audit"
+    assert [(r.line, {line for _, line in r.also}) for r in c.refutes] == [(1148, {1150, 1154})]
+    m = get_claim("architecture.inference-aware-sizing")
+    assert m.kind == "model" and [r.line for r in m.refutes] == [1152]
+    assert any(r.line == 1146 for r in m.corrections)  # OpenVLA D/N ~ 140: cited
+    booked = {line for x in (c, m) for r in x.refutes for _, line in r.lines}
+    assert not booked & {1146, 1708}
 
 
 def test_tiled_attention_is_not_bitwise_equal() -> None:

@@ -139,14 +139,27 @@ def _masking_effects(encoder: Transformer, decoder: Transformer, g: torch.Genera
     falsifier="transformer.cross-attention-mask-dropped",
     expected="refuted",
     version=3,
+    kind="code-audit",
+    audit="""Issue 31 review: sound (004:340 and 362 V: the seed's call signatures really fail).
+    Kind code-audit: the refutation runs the seed's own EncoderLayer/DecoderLayer code; the
+    correct statement (causal self-attention, padded source tokens ignored) is measured on the
+    project's decoder, whose cross-attention mask bug is the falsifier (nn.transformer). Quotes
+    added; check and verdict unchanged.""",
     seed_refs=[("004", 150, 160), ("004", 325, 367)],
     refutes=[Refutation(
         seed="004", line=340,
+        quote="x = x + self.dropout(self.self_attn(self.norm1(x), mask))",
+        reading="the seed's EncoderLayer.forward runs with its own attention signature "
+        "forward(query, key, value, mask=None)",
         says="x = x + self.dropout(self.self_attn(self.norm1(x), mask)) with forward(query, key, "
         "value, mask=None)",
         correct="the mask lands in the key slot and value is missing, so the call fails; "
         "self_attn(h, h, h, mask) with h = norm1(x)"), Refutation(
-        seed="004", line=362,
+        seed="004", line=362, to_line=364,
+        quote="x = x + self.self_attn(self.norm1(x), tgt_mask) # 交叉注意力 "
+        "x = x + self.cross_attn(self.norm2(x), encoder_output, src_mask)",
+        reading="the seed's DecoderLayer.forward runs with its own attention signature and "
+        "applies the source mask in the cross-attention",
         says="x = x + self.self_attn(self.norm1(x), tgt_mask); x = x + self.cross_attn("
         "self.norm2(x), encoder_output, src_mask) with forward(query, key, value, mask=None)",
         correct="the masks land in the key / value slots: the self-attention call fails and "

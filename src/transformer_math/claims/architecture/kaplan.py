@@ -39,9 +39,23 @@ GRID_D = [10 ** (8 + 0.5 * i) for i in range(9)]
     falsifier="scaling.kaplan-bracket-exponent",
     expected="refuted",
     version=1,
+    kind="model",
+    audit="""Issue 31 review: minor (c, d1): a one-line timeline entry read as a joint formula,
+    and the law, the fit and the bug all live in theory.kaplan_joint_law, used by nothing
+    else. Reclassified: kind model (the verdict is about Kaplan et al.'s analytic law, eq.
+    1.5, evaluated by the project, not a measurement of code a user runs); the falsifier may
+    sit in the model. The refutation is kept (V, "pedantic", in the review) with its reading
+    stated: the entry writes the joint dependence as a product N^-alpha D^-beta, which eq. 1.5
+    is not (no product fits it within 5 % over four decades; its mixed log-derivative is not
+    0). A timeline entry is terse by nature; an expert may call this a summary rather than a
+    formula, which is why the reading is spelled out in the record.""",
     seed_refs=[("000", 1126, 1126), ("000", 137, 137)],
     refutes=[Refutation(
         seed="000", line=137,
+        quote="损失 ∝ N^{−α}·D^{−β} 幂律",
+        reading="the loss as a function of N and D jointly is a product of power laws "
+        "c N^-alpha D^-beta: some product fits Kaplan's eq. 1.5 within 5 % on N in [1e6, 1e10], "
+        "D in [1e8, 1e12], and the mixed log-derivative is ~0",
         says="Kaplan et al.: loss ∝ N^-alpha · D^-beta (a product of power laws)",
         correct="L(N, D) = [(N_c/N)^(alpha_N/alpha_D) + D_c/D]^alpha_D (eq. 1.5): a power of a "
         "sum, with the plateau L(N) as D -> inf; the best product form misses it by ~24 % on "

@@ -65,6 +65,10 @@ def _depth_figure(depths: list[int], curves: dict[str, list[float]]) -> Figure:
     falsifier="norm.layernorm-no-centering",
     expected="verified",
     version=1,
+    kind="measurement",
+    audit="""Issue 31 review: sound; no change. Invariances of the library's LayerNorm and
+    RMSNorm (functional.norms, where the falsifier sits) measured in float64 against the
+    geometry of 000:1100-1112.""",
     seed_refs=[("000", 1100, 1112)],
 )
 def check_layernorm_geometry(ctx: Context) -> Evidence:
@@ -221,6 +225,10 @@ def last_layer_slopes(ctx: Context) -> tuple[dict[str, float], dict[str, list[fl
     falsifier="norm.pre-ln-as-post-ln",
     expected="verified",
     version=2,
+    kind="measurement",
+    audit="""Issue 31 review: sound; no change. Gradient-norm slopes in depth of the project's
+    Transformer in Pre-LN and Post-LN placement; the bands +-1/4 are half the gap between the
+    two predictions, fixed before the falsifier (Pre-LN placed as Post-LN in nn.transformer).""",
     seed_refs=[("000", 1114, 1114), ("004", 369, 375)],
     corrections=[
         Correction(

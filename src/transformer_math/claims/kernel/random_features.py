@@ -138,6 +138,11 @@ def _notes(pairs: int, d: int, redraws: int, m_max: int, bias_tol: float,
     falsifier="linear-attention.favor-no-norm-correction",
     expected="verified",
     version=2,
+    kind="measurement",
+    audit="""Issue 31 review: sound; no change. Monte-Carlo errors of the library's positive
+    random features against Performer's Lemma 2 variance, tolerances argued from the sampling
+    error of the redraws; the falsifier (the exp(-|x|^2/2) correction dropped) sits in
+    functional.linear_attention.""",
     seed_refs=[("000", 476, 482), ("000", 528, 528)],
 )
 def check_random_features(ctx: Context) -> Evidence:

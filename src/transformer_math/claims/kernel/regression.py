@@ -1,10 +1,11 @@
-"""Attention is kernel regression (000 §8.3.2 theory A): two exact identities in float64.
+"""Softmax attention and the Gaussian kernel (000 §8.3.2 theory A), in float64.
 
-- ``kernel.nadaraya-watson``: a ``MultiHeadAttention`` head's output is the Nadaraya-Watson
-  estimate with kappa(x, x') = exp((x W_Q)(x' W_K)^T / sqrt(d_k)) and labels v_j (Tsai et al.
-  2019).
 - ``kernel.gaussian-equivalence``: with equal key norms, softmax(q.k / s^2) rows are the
-  normalised Gaussian-kernel rows exp(-|q - k|^2 / 2 s^2).
+  normalised Gaussian-kernel rows exp(-|q - k|^2 / 2 s^2); with unequal norms only after the
+  key factor exp(|k|^2 / 2 s^2) is put back (the seed says both factors cancel).
+
+Issue 31: ``kernel.nadaraya-watson`` (attention = Nadaraya-Watson with the exponential kernel,
+the definition rewritten) was retired to ``tests/nn/test_attention_kernel_identities.py``.
 """
 
 from __future__ import annotations
@@ -23,86 +24,9 @@ from transformer_math.claims.registry import (
     decide,
 )
 from transformer_math.functional.attention import scaled_dot_product_attention
-from transformer_math.nn.attention import MultiHeadAttention
-from transformer_math.nn.init import seeded
-from transformer_math.nn.kernel_regression import (
-    GaussianKernel,
-    SoftmaxAttentionKernel,
-    nadaraya_watson,
-    nadaraya_watson_weights,
-)
+from transformer_math.nn.kernel_regression import GaussianKernel, nadaraya_watson_weights
 
 F64 = torch.float64
-
-
-def _nadaraya_watson_heads(mha: MultiHeadAttention, x: torch.Tensor) -> torch.Tensor:
-    """W_O concat_h NW_h(x): every head of ``mha`` as an explicit kernel regression.
-
-    Head h: labels y_j = x_j W_V^(h) + b_V^(h), kernel ``SoftmaxAttentionKernel`` of head h.
-    """
-    d_k = mha.head_dim
-    per_head = []
-    for h in range(mha.num_heads):
-        kern = SoftmaxAttentionKernel.from_attention(mha, h)
-        wv = mha.v_proj.weight[h * d_k : (h + 1) * d_k]
-        bv = mha.v_proj.bias[h * d_k : (h + 1) * d_k]
-        values = x @ wv.T + bv  # labels y_j = v_j
-        per_head.append(nadaraya_watson(x, x, values, kern))  # (B, n, d_k)
-    return mha.out_proj(torch.cat(per_head, dim=-1))
-
-
-# --------------------------------------------------------------------------------------------
-@claim(
-    "kernel.nadaraya-watson",
-    source="000 §8.3.2 theory A (boxed kernel); Tsai et al. 2019",
-    statement="""Each attention head's output equals the Nadaraya-Watson estimate with kernel
-    kappa(x, x') = exp((x W_Q)(x' W_K)^T / sqrt(d_k)) and labels v_j, computed as an explicit
-    kernel regression (an identity, not an analogy).""",
-    falsifier="kernel-regression.normalise-over-queries",
-    expected="verified",
-    version=2,
-    seed_refs=[("000", 430, 452), ("000", 524, 524), ("000", 428, 428)],
-    corrections=[Correction(
-        "000", 428, "Tsai, Bahar, Yamada 等人（2019）《Transformer Dissection ...》",
-        "the authors are Yao-Hung Hubert Tsai, Shaojie Bai, Makoto Yamada, Louis-Philippe "
-        "Morency and Ruslan Salakhutdinov (the second author is Shaojie Bai)",
-        "Tsai et al., 'Transformer Dissection: An Unified Understanding for Transformer's "
-        "Attention via the Lens of Kernel', EMNLP-IJCNLP 2019, pp. 4344-4353 (ACL Anthology "
-        "D19-1443; arXiv:1908.11775)")],
-)
-def check_nadaraya_watson(ctx: Context) -> Evidence:
-    """max |MultiHeadAttention(x) - W_O concat_h NW_h(x)| <= 1e-10 (float64).
-
-    Version 2 (issue 14): the falsifier is a planted bug in the library's regressor
-    (``nn.kernel_regression``: weights normalised over the queries), not a different kernel
-    chosen by the claim; the check itself is unchanged.
-    """
-    d, heads, n, batch = 16, 4, 12, 3
-    mha = seeded(lambda: MultiHeadAttention(d, heads, backend="reference"), ctx.generator(0)
-                 ).to(F64)
-    x = torch.randn(batch, n, d, generator=ctx.generator(1), dtype=F64)
-    with torch.no_grad():
-        measured_out = mha(x)  # (B, n, d): the module's forward pass
-        nw_out = _nadaraya_watson_heads(mha, x)
-    d_k = mha.head_dim
-    err = float((measured_out - nw_out).abs().max())
-    scale = float(measured_out.abs().max())
-    tol = 1e-10
-    margins = [at_most("max |attention - Nadaraya-Watson|", err, tol)]
-    return Evidence(
-        predicted=0.0,
-        measured=err,
-        tolerance=tol,
-        verdict=decide(margins),
-        margins=margins,
-        notes=[
-            f"max |MultiHeadAttention(x) - W_O concat_h NW_h(x)| over {batch}x{n}x{d} outputs "
-            f"(float64, output scale {scale:.2f}).",
-            "Tolerance 1e-10: both sides are float64; they differ only in the order of "
-            "summation and the max subtraction of the softmax (round-off ~1e-15 relative).",
-        ],
-        details={"heads": heads, "head_dim": d_k, "seq_len": n},
-    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -113,12 +37,32 @@ def check_nadaraya_watson(ctx: Context) -> Evidence:
     exp(-|q - k|^2 / 2 s^2) exp(|k|^2 / 2 s^2): the query factor exp(-|q|^2/2s^2) cancels in the
     row normalisation, the key factor exp(-|k|^2/2s^2) only when all keys have the same norm
     (then softmax rows are normalised Gaussian-kernel rows). The seed says both factors cancel.""",
-    falsifier="kernel-regression.gaussian-bandwidth-unsquared",
+    falsifier="attention.scale-as-temperature",
     expected="refuted",
-    version=2,
-    seed_refs=[("000", 466, 474), ("000", 484, 484)],
+    version=3,
+    kind="measurement",
+    audit="""Issue 31 review: minor (d2), the falsifier broke the reference GaussianKernel (the
+    prediction side). Fixed: the falsifier is now attention.scale-as-temperature in
+    functional.attention, the attention whose weights are measured (an explicit scale
+    1/s^2 used as a temperature); the reference kernel is unchanged and its bandwidth bug is
+    killed by tests/nn/test_attention_kernel_identities.py. The refutation of 000:472 (V in the
+    review) is kept and now quotes the seed; 000:474's qualifier "在范数归一化的意义下" is the
+    equal-norm case this claim verifies (first margin). The correction of 000:428 (Tsai et al.'s
+    authors) moved here from the retired kernel.nadaraya-watson.""",
+    seed_refs=[("000", 466, 474), ("000", 484, 484), ("000", 428, 428)],
+    corrections=[Correction(
+        "000", 428, "Tsai, Bahar, Yamada 等人（2019）《Transformer Dissection ...》",
+        "the authors are Yao-Hung Hubert Tsai, Shaojie Bai, Makoto Yamada, Louis-Philippe "
+        "Morency and Ruslan Salakhutdinov (the second author is Shaojie Bai)",
+        "Tsai et al., 'Transformer Dissection: An Unified Understanding for Transformer's "
+        "Attention via the Lens of Kernel', EMNLP-IJCNLP 2019, pp. 4344-4353 (ACL Anthology "
+        "D19-1443; arXiv:1908.11775)")],
     refutes=[Refutation(
         seed="000", line=472,
+        quote="两端的 \\(\\exp(-\\|q\\|^2/\\cdots)\\)、\\(\\exp(-\\|k\\|^2/\\cdots)\\) "
+        "是只依赖单边范数的因子，在 softmax 的逐行归一化中会被约掉（分子分母同除）",
+        reading="for arbitrary keys (the seed does not restrict their norms at 472), softmax "
+        "rows equal the normalised Gaussian-kernel rows to float64 rounding",
         says="exp(-|q|^2/2s^2) and exp(-|k|^2/2s^2) both cancel in the row normalisation, so "
         "softmax attention is a normalised Gaussian kernel",
         correct="only the query factor cancels; the key factor cancels only when all keys have "
@@ -137,6 +81,10 @@ def check_gaussian_equivalence(ctx: Context) -> Evidence:
     Version 2 (issue 14): the falsifier is a planted bug in the library's Gaussian kernel
     (bandwidth not squared), not keys of unequal norms drawn by the claim; the seed's omission
     (SEED_AUDIT 000:472) is now measured and the claim expects ``refuted``.
+
+    Version 3 (issue 31): the falsifier is attention.scale-as-temperature in the attention
+    being measured (``functional.attention``), no longer a bug of the reference kernel; the
+    margins and thresholds are unchanged.
     """
     n, t, d, bandwidth = 20, 10, 8, 0.7
     g = ctx.generator(3)

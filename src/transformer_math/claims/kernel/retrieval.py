@@ -46,6 +46,11 @@ BETAS = [1.0, 4.0, 16.0, 64.0, 256.0]
     falsifier="linear-attention.no-normaliser",
     expected="verified",
     version=1,
+    kind="measurement",
+    audit="""Issue 31 review: sound; no change. The seed's trap (000:528: linear attention
+    cannot focus sharply, exact retrieval needs softmax) is measured on the library's softmax
+    and O(n) linear attention; the falsifier (linear attention without its normaliser) sits in
+    functional.linear_attention.""",
     seed_refs=[("000", 528, 528), ("000", 482, 482)],
     statement_zh="""在精确检索任务上（n 个单位键、查询 q_i = beta k_i、独热值），随着 beta 增大，
     softmax 注意力在正确键上的权重趋于 1，而 phi = elu + 1 的线性注意力饱和在远低于 1 处：其

@@ -64,6 +64,11 @@ def _set_models(g_init: torch.Generator) -> tuple[dict[str, torch.nn.Module], to
     falsifier="sets.sab-attends-over-batch",
     expected="verified",
     version=2,
+    kind="measurement",
+    audit="""Issue 31 review: sound; no change. Invariance/equivariance of the library's Deep
+    Sets, Set Transformer and SAB under per-set permutations (float64, tolerance 1e-10
+    round-off), and the seed's troubleshooting point that a position code breaks them; the
+    falsifier sits in nn.sets.""",
     seed_refs=[("000", 490, 506), ("000", 263, 279), ("000", 1348, 1348)],
 )
 def check_set_invariance(ctx: Context) -> Evidence:
@@ -145,7 +150,8 @@ def _accuracy_figure(result: DeepSetsVsSetTransformerResult) -> Figure:
     )
 
 
-# Threshold on the worst seed's gap, set from a first sweep (issue 14, frozen with version 2):
+# Threshold on the worst seed's gap, CHOSEN (not derived) from a first sweep that included the
+# falsifier's runs (issue 14, frozen with version 2; issue 31 says so plainly, see audit=):
 # size tiny, seeds 0-4 (as `tmath verify` runs them, MKL_CBWR=AUTO,STRICT): gaps 0.161,
 # 0.159, 0.151, 0.141, 0.166 (mean 0.156, spread 0.010) with the correct library; 0.032,
 # 0.055, -0.340, -0.029, 0.101 with the planted bug sets.sab-attends-over-batch (SABs without
@@ -168,8 +174,11 @@ def _pairwise_notes(cfg: DeepSetsVsSetTransformerConfig, sweep: PerSeed,
         f"{cfg.lr}), {cfg.eval_sets} held-out sets; parameters {result.parameters}.",
         f"Seeds {sweep.seeds}: gap mean {sweep.mean('gap'):.4f}, spread "
         f"{sweep.spread('gap'):.4f}, min {min(gap):.4f}; the margin is the worst seed's gap.",
-        f"Required gap {REQUIRED_GAP} (set from a 5-seed sweep at size tiny, version 2): the "
-        f"held-out accuracy has standard error <= 0.5/sqrt({cfg.eval_sets}) = {se:.3f}.",
+        f"Required gap {REQUIRED_GAP}: chosen from a 5-seed sweep at size tiny of the clean "
+        "library AND the planted bug (version 2; issue 31: a threshold set with the falsifier "
+        "in view, not derived); the held-out accuracy has standard error <= "
+        f"0.5/sqrt({cfg.eval_sets}) = {se:.3f}, so a gap derived from sampling error alone "
+        f"(3 standard errors of a difference) would be {3 * math.sqrt(2) * se:.3f}.",
         "Why the Set Transformer wins: attention scores are functions of pairs, so one SAB "
         "compares every point with every other before pooling; Deep Sets must detect a close "
         "pair through per-point features phi alone (a partition of the square into cells of "
@@ -189,6 +198,20 @@ def _pairwise_notes(cfg: DeepSetsVsSetTransformerConfig, sweep: PerSeed,
     falsifier="sets.sab-attends-over-batch",
     expected="verified",
     version=2,
+    kind="measurement",
+    audit="""Issue 31 review: problem (b), the threshold 0.08 was chosen from a 5-seed sweep of
+    BOTH the clean library (gaps 0.141-0.166) and the planted bug (0.032, 0.055, -0.340,
+    -0.029, 0.101), so that the bug fails on 4 of 5 seeds. Agreed, and said so plainly here and
+    in the notes: 0.08 is a threshold chosen with the falsifier in view, not derived. What a
+    threshold derived before looking at the falsifier would be: the sampling error of the gap
+    of two held-out accuracies on 4096 sets is <= sqrt(2) 0.5 / sqrt(4096) = 0.011, so '3
+    standard errors above no advantage' gives 0.033; the clean gaps clear both (worst 0.141).
+    With 0.033 the bug's seed-0 gap (0.032) would sit on the threshold, i.e. the falsifier
+    would be caught only through the worst of 3 seeds (-0.340 on seed 2). The check, the
+    threshold and the verdict are unchanged (version 2); the statement (a Set Transformer beats
+    sum-pooled Deep Sets of similar size on a pairwise task, 000:502/512) is a trained
+    comparison at size tiny, not a proof of the representational limit that
+    kernel.set-function-audit shows false.""",
     seed_refs=[("000", 502, 502), ("000", 508, 520)],
 )
 def check_deepsets_vs_set_transformer(ctx: Context) -> Evidence:

@@ -65,10 +65,18 @@ def _notes() -> list[str]:
     falsifier="attention.scale-as-temperature",
     expected="refuted",
     version=3,
+    kind="measurement",
+    audit="""Issue 31 review: sound (000:454 "pedantic but correct"). Kept: the seed equates the
+    beta -> inf limit with the nearest neighbour ("最近邻，即 arg max"); the measured limit is
+    arg-max q.k, which is arg-min |q - k| only for equal key norms. The record now quotes the
+    seed verbatim; the check and the verdict are unchanged.""",
     seed_refs=[("000", 454, 454), ("000", 404, 404), ("000", 532, 532)],
     refutes=[Refutation(
         "000", 454, "β→∞ 时 ... 回归退化成'只看最近的一个点'（最近邻，即 arg max）",
-        "beta -> inf selects arg-max_j q.k_j = arg-min_j (||q - k_j||^2 - ||k_j||^2): the "
+        quote='时核变得极窄，回归退化成"只看最近的一个点"（最近邻，即 \\(\\arg\\max\\)）',
+        reading="for general keys, the beta -> inf limit of the attention output (the value of "
+        "arg-max_j q.k_j) is the value of the nearest key arg-min_j |q - k_j|",
+        correct="beta -> inf selects arg-max_j q.k_j = arg-min_j (||q - k_j||^2 - ||k_j||^2): the "
         "nearest neighbour only for equal key norms; with unequal norms long keys win")],
     statement_zh="""逆温度 beta 是带宽的倒数：beta -> inf 时输出内积 q.k 最大的键对应的值，
     beta -> 0 时输出 V 的均值，注意力熵随 beta 增大单调下降（dH/dbeta = -beta Var_a(s) <= 0）。
