@@ -18,7 +18,6 @@ from transformer_math.experiments.rope_extrapolation import (
     high_interpolation_frequencies,
     position_lm_config,
     variant_rotary,
-    window_mask,
 )
 from transformer_math.functional.rope_scaling import compute_rope_frequencies, default_inv_freq
 from transformer_math.nn.transformer import Transformer
@@ -102,11 +101,9 @@ def test_models_build_scale_and_are_seeded() -> None:
         variant_rotary("bogus", cfg)
 
 
-def test_window_mask_limits_attention_to_the_last_keys() -> None:
-    mask = window_mask(5, 2)
-    assert mask.dtype == torch.bool and mask.shape == (5, 5)
-    # query i may attend keys j with i - j < 2 (j > i is removed by causality in the model)
-    assert mask[4].tolist() == [False, False, False, True, True]
+def test_window_limits_attention_to_the_last_keys() -> None:
+    """Issue 31: the window variant is the model's own sliding window (the library's
+    sliding_window_mask through TransformerConfig.sliding_window), set for the evaluation only."""
     cfg = RopeExtrapolationConfig.tiny()
     model = build_position_lm(cfg, "rope")
     g = torch.Generator().manual_seed(1)
@@ -117,19 +114,24 @@ def test_window_mask_limits_attention_to_the_last_keys() -> None:
     torch.testing.assert_close(torch.tensor(wide[1]), torch.tensor(plain[1]))
     narrow = evaluate_by_position(model, tokens, mask, cfg.bin_width, window=2)
     assert narrow[1] != plain[1]
+    assert model.config.sliding_window is None  # restored after the evaluation
 
 
 def test_window_mask_sign_bug() -> None:
-    """Issue 14: the planted sign error keeps every past key (the window does nothing)."""
+    """The planted sign error (now in nn/transformer.py's sliding window) keeps every past key:
+    the window does nothing."""
     from transformer_math.bugs import plant
 
-    good = window_mask(6, 2)
-    assert not bool(good[5, 0]) and bool(good[5, 4]) and bool(good[5, 5])
+    cfg = RopeExtrapolationConfig.tiny()
+    model = build_position_lm(cfg, "rope")
+    g = torch.Generator().manual_seed(1)
+    tokens, mask = copy_task_batch(4, 48, cfg.vocab_size, cfg.seg_min, cfg.seg_max, g)
+    plain = evaluate_by_position(model, tokens, mask, cfg.bin_width)
+    narrow = evaluate_by_position(model, tokens, mask, cfg.bin_width, window=2)
     with plant("position.window-mask-sign"):
-        bad = window_mask(6, 2)
-    assert bool(bad[5, 0])  # key 0 visible to query 5 although it is 5 > 2 back
-    past = torch.tril(torch.ones(6, 6, dtype=torch.bool))
-    assert bool(bad[past].all())  # the whole causal past is visible
+        bad = evaluate_by_position(model, tokens, mask, cfg.bin_width, window=2)
+    assert narrow[1] != plain[1]
+    torch.testing.assert_close(torch.tensor(bad[1]), torch.tensor(plain[1]))
 
 
 def test_window_bug_run_reuses_the_trained_models(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -152,7 +154,7 @@ def test_window_bug_run_reuses_the_trained_models(monkeypatch: pytest.MonkeyPatc
     try:
         clean = rope_extrapolation.run(cfg)
         assert trained == list(cfg.schemes)
-        with bugs.plant(rope_extrapolation.WINDOW_MASK_SIGN):
+        with bugs.plant("position.window-mask-sign"):
             broken = rope_extrapolation.run(cfg)
         assert trained == list(cfg.schemes)  # nothing retrained
         again = rope_extrapolation.run(cfg)

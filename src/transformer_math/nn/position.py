@@ -52,7 +52,9 @@ LEARNED_SILENT_CLAMP = declare_bug(
     "position.learned-silent-clamp",
     "a learned position table silently clamps positions past its last row (reuses row "
     "num_positions - 1) instead of raising",
-    module=__name__, seen_in="position_ids.clamp(max=max_position_embeddings - 1) guards")
+    module=__name__, seen_in="position_ids.clamp(max=max_position_embeddings - 1) guards",
+    # issue 31: the claim position.learned-embedding-limit (an API check) became this test
+    test="tests/nn/test_learned_position_limit.py::test_learned_silent_clamp_fails_the_check")
 
 
 def _positions_for(x: Tensor, position_ids: Tensor | None, offset: int) -> Tensor:
@@ -114,7 +116,7 @@ class LearnedPositionalEmbedding(nn.Module):
         nn.init.normal_(self.weight, 0.0, self.init_std, generator=generator)
 
     def embedding(self, positions: Tensor) -> Tensor:
-        if planted(LEARNED_SILENT_CLAMP):  # planted bug: falsifier of learned-embedding-limit
+        if planted(LEARNED_SILENT_CLAMP):  # planted bug (see LEARNED_SILENT_CLAMP)
             return self.weight[positions.long().clamp(0, self.num_positions - 1)]
         if positions.numel() and can_read_values(positions) and (
                 int(positions.max()) >= self.num_positions

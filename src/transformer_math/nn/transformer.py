@@ -51,6 +51,16 @@ KV_POSITIONS_RESTART = declare_bug(
     "with a KV cache, the new tokens get positions 0 .. t-1 instead of past .. past + t - 1 "
     "(the cache offset is forgotten)",
     module=__name__, seen_in="decoding loops that rebuild arange(seq_len) for every step")
+# Planted bug owned by the position claims (issue 31: moved here from the extrapolation
+# experiment's private mask): falsifier of position.window-relative and
+# position.extrapolation-experiment.
+WINDOW_MASK_SIGN = declare_bug(
+    "position.window-mask-sign",
+    "the sliding-window mask compares the signed offset the wrong way round (j - i < W instead "
+    "of i - j < W): every past key stays visible and the window does nothing",
+    module=__name__,
+    seen_in="sliding-window masks built from (j - i) vs (i - j); the window silently becomes "
+            "full causal attention")
 PRE_LN_AS_POST_LN = declare_bug(
     "norm.pre-ln-as-post-ln",
     "a block configured as Pre-LN normalises after the residual addition, N(h + f(h)), as "
@@ -448,6 +458,9 @@ class Transformer(nn.Module):
                              "extrapolate)")
         if c.sliding_window is not None and past + t > c.sliding_window:
             window = sliding_window_mask(t, past + t, c.sliding_window, device=x.device)
+            if planted(WINDOW_MASK_SIGN):  # planted bug (position claims): j - i < W
+                rows = torch.arange(past, past + t, device=x.device).unsqueeze(1)
+                window = (torch.arange(past + t, device=x.device) - rows) < c.sliding_window
             attn_mask = window if attn_mask is None else _and_masks(attn_mask, window)
         if self.relative_bias is not None:
             bias = self.relative_bias(t, past + t)  # (1, H, T, S)

@@ -282,7 +282,7 @@ def design(inp: DesignInputs, results: dict[str, Any] | None = None) -> Design:
     # 2. position code ------------------------------------------------------------------------
     b2 = ("attention.permutation-equivariance", "expressivity.no-position-equivariant",
           "position.rope-relative", "position.rope-orthogonal", "position.axial-rope",
-          "position.extrapolation-experiment", "position.learned-embedding-limit")
+          "position.extrapolation-experiment")
     steps.append(Step(
         2, "Position code on the inputs, and which? (set vs sequence, §8.3.2-3)",
         f"1-D RoPE on the temporal tokens (T = {T} steps: relative, norm-preserving); none on "

@@ -1,19 +1,19 @@
 """The position claims after the split into claims/position/ (issue 13): ids unchanged, each in
 its theme module, and the expected verdict at tiny size (runs shared with test_every_claim).
 Issue 14: every claim declares expected/version/seed_refs and a falsifier that is a planted
-bug of a library module it reaches; the refuted ones name the seed lines they refute."""
+bug of a library module it reaches; the refuted ones name the seed lines they refute. Issue 31:
+kinds, the review's answer (audit=) and the retired learned-embedding-limit."""
 
 from __future__ import annotations
 
 from transformer_math import bugs
-from transformer_math.claims.registry import Falsifier, Tier, Verdict, all_claims
+from transformer_math.claims.registry import Falsifier, Kind, Tier, Verdict, all_claims
 
 MODULES = {
     "position.alibi": "alibi",
     "position.axial-rope": "axial",
     "position.extrapolation-experiment": "extrapolation",
     "position.kv-cache-compatibility": "encodings",
-    "position.learned-embedding-limit": "encodings",
     "position.rope-extrapolation-mechanism": "scaling",
     "position.rope-group-property": "rope",
     "position.rope-long-term-decay": "rope_numerics",
@@ -25,15 +25,29 @@ MODULES = {
     "position.sinusoidal-shift": "encodings",
     "position.window-relative": "window",
 }
-NEW_IN_ISSUE_14 = {"position.window-relative"}
-NEW_IN_ISSUE_18 = {"position.rope-torus-representation"}
-# issue 18 (the seed audit): checks extended with the seeds' versions as seed margins
-VERSION_3 = {"position.axial-rope", "position.rope-group-property", "position.rope-orthogonal",
-             "position.scaling-methods", "position.sinusoidal-shift"}
+# issue 31: position.learned-embedding-limit (an API check) became
+# tests/nn/test_learned_position_limit.py
+RETIRED = {"position.learned-embedding-limit"}
+VERSIONS = {
+    "position.alibi": 2, "position.axial-rope": 4, "position.extrapolation-experiment": 3,
+    "position.kv-cache-compatibility": 2, "position.rope-extrapolation-mechanism": 3,
+    "position.rope-group-property": 4, "position.rope-long-term-decay": 3,
+    "position.rope-orthogonal": 3, "position.rope-precision": 2, "position.rope-relative": 2,
+    "position.rope-torus-representation": 2, "position.scaling-methods": 3,
+    "position.sinusoidal-shift": 4, "position.window-relative": 2,
+}
+# the claims whose statement changed since issue 14 carry their own Chinese statement
+WITH_ZH = {"position.axial-rope", "position.extrapolation-experiment",
+           "position.rope-extrapolation-mechanism", "position.rope-group-property",
+           "position.rope-long-term-decay", "position.rope-orthogonal",
+           "position.rope-torus-representation", "position.scaling-methods",
+           "position.sinusoidal-shift", "position.window-relative"}
 REFUTED = {"position.axial-rope", "position.kv-cache-compatibility",
            "position.rope-extrapolation-mechanism", "position.scaling-methods",
            "position.sinusoidal-shift", "position.rope-orthogonal",
-           "position.rope-group-property", "position.rope-torus-representation"}
+           "position.rope-torus-representation"}
+KINDS = {"position.axial-rope": Kind.CODE_AUDIT,
+         "position.rope-extrapolation-mechanism": Kind.MODEL}  # the others: measurement
 LIBRARY = ("transformer_math.functional.", "transformer_math.nn.", "transformer_math.theory.",
            "transformer_math.experiments.")
 
@@ -45,6 +59,7 @@ def _claims() -> dict:
 def test_ids_unchanged_and_each_in_its_theme_module() -> None:
     claims = _claims()
     assert sorted(claims) == sorted(MODULES)
+    assert not RETIRED & set(claims)
     for cid, c in claims.items():
         assert c.check.__module__ == f"transformer_math.claims.position.{MODULES[cid]}", cid
         assert c.falsifier is not None
@@ -62,10 +77,10 @@ def test_metadata_and_falsifiers_are_library_bugs() -> None:
         assert c.falsifier.bug in bugs.BUGS, cid
         assert bugs.BUGS[c.falsifier.bug].module.startswith(LIBRARY), cid
         assert bool(c.refutes) is (cid in REFUTED), cid
-        version = 1 if cid in NEW_IN_ISSUE_14 | NEW_IN_ISSUE_18 else (
-            3 if cid in VERSION_3 else 2)
-        assert c.version == version, cid
-        if cid in VERSION_3 | NEW_IN_ISSUE_18:
+        assert c.version == VERSIONS[cid], cid
+        assert c.kind is KINDS.get(cid, Kind.MEASUREMENT), cid
+        assert c.audit.startswith("Issue 31 review"), cid
+        if cid in WITH_ZH:
             assert c.statement_zh, cid
 
 

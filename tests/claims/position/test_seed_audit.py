@@ -26,12 +26,15 @@ CTX = Context(seed=0, size=Size.TINY)
 
 CASES = [
     # (check, falsifier, seed margins that must fail (substring of their names))
-    (check_sinusoidal_shift, "sinusoid.frequency-exponent", ["000:574", "000:576"]),
+    (check_sinusoidal_shift, "sinusoid.frequency-exponent", ["000:574"]),
     (check_rope_orthogonal, "rope.layout-no-permutation", ["004:263"]),
-    (check_rope_group_property, "rope.cos-sin-swapped", ["000:614"]),
-    (check_rope_torus_representation, "rope.cos-sin-swapped", ["004:399", "004:405", "004:429"]),
-    (check_axial_rope, "rope.axial-sections-interleaved", ["004:527", "004:551", "000:670"]),
+    (check_rope_torus_representation, "rope.cos-sin-swapped", ["004:429"]),
+    (check_axial_rope, "rope.axial-sections-interleaved", ["004:527", "004:551"]),
 ]
+# issue 31: the seed margins of 000:576 (a sufficient condition), 000:614 (uniqueness up to
+# f(0)), 004:399/405 (the ⊗ of '直积群') and 000:670/686 (a question, an exercise) are gone
+DROPPED = [(check_sinusoidal_shift, "000:576"), (check_rope_torus_representation, "004:399"),
+           (check_rope_torus_representation, "004:405"), (check_axial_rope, "000:670")]
 
 
 @pytest.mark.parametrize(("check", "bug", "seed_lines"), CASES,
@@ -58,10 +61,19 @@ def test_sinusoid_injective_at_base_100_and_with_one_pair() -> None:
     assert 1e-5 < m["one pair nearest return"] < 1e-4
 
 
-def test_rope_group_uniqueness_counterexamples() -> None:
+@pytest.mark.parametrize(("check", "line"), DROPPED, ids=[f"{c.__name__}-{x}" for c, x in DROPPED])
+def test_dropped_seed_readings_are_not_seed_margins(check, line) -> None:
+    ev = check(CTX)
+    assert not any(line in m.name for m in ev.seed_margins), line
+
+
+def test_rope_group_uniqueness_counterexamples_are_reported_not_refuted() -> None:
     ev = check_rope_group_property(CTX)
+    assert ev.verdict is Verdict.VERIFIED and not ev.seed_margins
     assert ev.measured["2-D continuous_distance"] == pytest.approx(2.0)
     assert ev.measured["2-D integer_det_at_1"] == pytest.approx(-1.0)
+    with plant("rope.cos-sin-swapped"):
+        assert check_rope_group_property(CTX).verdict is Verdict.FAILED
 
 
 def test_rope_relative_carries_the_roformer_correction() -> None:

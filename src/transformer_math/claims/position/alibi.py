@@ -32,6 +32,10 @@ from transformer_math.theory.positions import (
     expected="verified",
     version=2,
     seed_refs=[("000", 578, 578)],
+    kind="measurement",
+    audit="""Issue 31 review: sound (S), no item. Kept: slopes read from the module and back
+    from MultiHeadAttention's weights against Press et al.'s closed form; the falsifier (a
+    truncated slope table) sits in functional/positional.alibi_slopes, which ALiBi models run.""",
 )
 def check_alibi(ctx: Context) -> Evidence:
     """Issue 14 (version 2): the slopes are only the module's (the falsifier is the truncated

@@ -43,24 +43,39 @@ from transformer_math.theory.rope_audit import (
     statement="""2-D and 3-D (axial) RoPE turns plane j of the a-th contiguous section by p_a θ_j
     (M-RoPE), so inner products depend only on the displacement vector and equal coordinates
     reduce to 1-D RoPE, with head_dim/2 angles per token; an SO(3)^{d/3} encoding
-    exp(ω_b [p]_x) per 3-D block does not (so(3) generators do not commute), refuting the main
-    seed's suggestion that it gives displacement-only inner products; the third seed's
+    exp(ω_b [p]_x) per 3-D block does not (so(3) generators do not commute): the answer to the
+    main seed's open question 000:670 and exercise 8.3.3-3 (2) is 'no' for that design (a
+    question, not refuted); the third seed's
     NDimensionalRoPE builds half the needed frequencies and a cache that cannot be applied to
     (B, H, T, head_dim), its constructor reads an unbound name, and its apply(x, positions)
     breaks nn.Module.apply(fn).""",
     statement_zh="""二维与三维（轴向）RoPE 把第 a 个连续分段中的平面 j 旋转 p_a θ_j（M-RoPE），
     因此内积只依赖位移向量，坐标相同时退化为一维 RoPE，每个 token 有 head_dim/2 个角度；
-    每个三维块用 exp(ω_b [p]_x) 的 SO(3)^{d/3} 编码则不然（so(3) 的生成元不交换），
-    这驳斥了主文'它能让内积只依赖相对位移'的暗示；第三份种子文档的
+    每个三维块用 exp(ω_b [p]_x) 的 SO(3)^{d/3} 编码则不然（so(3) 的生成元不交换）：
+    这是对主文开放问题 000:670 与练习 8.3.3-3 (2) 在该设计下的否定回答（那是提问，不算驳斥）；
+    第三份种子文档的
     NDimensionalRoPE只构造了所需频率的一半，其缓存无法作用于 (B, H, T, head_dim)，
     构造函数读取了未绑定的名字，且它的 apply(x, positions) 破坏了 nn.Module.apply(fn)。""",
     falsifier="rope.axial-sections-interleaved",
     expected="refuted",
-    version=3,
+    version=4,
+    kind="code-audit",
+    audit="""Issue 31 review (P; c, d1): the refutations of the 004 NDimensionalRoPE code (527
+    half the frequencies and an unbound pairs_per_dim, 541 cache shape, 551 shadowing
+    Module.apply) are real; the refutation of 000:670/686 was not: 670 asks '能否设计…？' and
+    exercise 8.3.3-3 asks '(2) 内积是否真的只依赖相对位移', questions read as assertions. Agreed:
+    the 000:670 record and its seed margin are dropped (the SO(3) computation stays as a margin
+    of the correct statement, answering the question); the falsifier site axial_rope_angles is
+    used only by this claim, so the claim is declared code-audit: its refutations are the seed's
+    own code re-run (seed_ndim_rope_tables, seed_init_binds, the Module.apply signature).""",
     seed_refs=[("004", 431, 457), ("004", 505, 562), ("004", 1085, 1085), ("000", 668, 670),
                ("000", 686, 686)],
     refutes=[
         Refutation(seed="004", line=527,
+                   quote="dim_freqs = 1.0 / (base ** (torch.arange(0, pairs_per_dim, 2).float()"
+                         " / pairs_per_dim))",
+                   reading="the constructor binds pairs_per_dim and builds the 32 angles head_dim "
+                           "64 needs",
                    says="NDimensionalRoPE: arange(0, pairs_per_dim, 2) / pairs_per_dim "
                         "frequencies per axis",
                    correct="head_dim/2 angles are needed (pairs_per_dim per axis); the code "
@@ -68,21 +83,18 @@ from transformer_math.theory.rope_audit import (
                            "pairs_per_dim is unbound there (only self.pairs_per_dim is): the "
                            "constructor raises NameError"),
         Refutation(seed="004", line=541,
+                   quote="emb = torch.cat([freqs, freqs], dim=-1)  # (n_dims, max_pos, "
+                         "head_dim/n_dims)",
+                   reading="its cos/sin cache broadcasts against x of shape (B, H, T, head_dim)",
                    says="cos/sin cache (1, 1, n_dims, max_pos, head_dim/n_dims) applied to x "
                         "(B, H, T, head_dim)",
                    correct="its einsum 'd,p->dp' yields (1, 1, max_pos, head_dim/2), which does "
                            "not broadcast against (B, H, T, head_dim)"),
-        Refutation(seed="004", line=551,
+        Refutation(seed="004", line=551, quote="def apply(self, x, positions):",
+                   reading="a model holding the module survives nn.Module.apply(fn)",
                    says="def apply(self, x, positions) on an nn.Module",
                    correct="this shadows nn.Module.apply(fn): model.apply(init_fn) on any model "
                            "holding the module raises TypeError (use forward)"),
-        Refutation(seed="000", line=670,
-                   says="设计 SO(3)^{d/3} 的'3D RoPE'……让注意力内积只依赖两点的相对空间位移 "
-                        "(also exercise 8.3.3-3, 000:686)",
-                   correct="R(p) = ⊕ exp(ω_b [p]_x) gives R(p)^T R(r) != R(r - p): so(3) "
-                           "generators do not commute, so inner products depend on more than "
-                           "r - p; relativity needs commuting generators (a maximal abelian "
-                           "subalgebra, Liu & Zhou 2025), i.e. axis-aligned SO(2) planes"),
     ],
     corrections=[Correction(
         seed="004", line=449,
@@ -102,7 +114,10 @@ def check_axial_rope(ctx: Context) -> Evidence:
     section layout planted in ``axial_rope_angles`` fails (relativity and the 1-D reduction
     survive any linear section map). The seed's two statements are seed margins measured on
     the re-expression of its code (``seed_ndim_rope_tables``): the verdict is decided, not
-    written."""
+    written.
+
+    Issue 31 (version 4): the seed margin of 000:670/686 is gone (a question and an exercise,
+    not assertions); kind code-audit (the 004 code re-run; the library site is claim-only)."""
     g = ctx.generator(9)
     head_dim, trials = 48, 64
     inv = default_inv_freq(head_dim, 100.0).float()
@@ -165,9 +180,6 @@ def check_axial_rope(ctx: Context) -> Evidence:
                  float(init_binds), 1.0),
         at_least("seed (004:551): a model holding it survives nn.Module.apply(fn)",
                  float(apply_ok), 1.0),
-        at_most("seed (000:670, 000:686): SO(3)^{d/3} inner products depend only on the "
-                "displacement (smaller relative deviation of the two designs)",
-                min(so3["so3"], so3["euler"]), 1e-3),
     ]
     return Evidence(
         predicted={"relative deviation": 0.0, "reduction to 1-D": 0.0, "closed form": 0.0,

@@ -1,5 +1,6 @@
-"""Additive position codes: the sinusoidal code's shift matrix, the learned table's limit, and
-KV-cache decoding with an additive code or RoPE (000 §8.3.3; 004 "RoPE vs Sinusoidal")."""
+"""Additive position codes: the sinusoidal code's shift matrix and KV-cache decoding with an
+additive code or RoPE (000 §8.3.3; 004 "RoPE vs Sinusoidal"). The learned table's limit is a
+test since issue 31 (tests/nn/test_learned_position_limit.py)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,6 @@ from transformer_math.claims.registry import (
 )
 from transformer_math.functional.positional import sinusoidal_table
 from transformer_math.nn.config import TransformerConfig
-from transformer_math.nn.position import LearnedPositionalEmbedding
 from transformer_math.nn.transformer import build_transformer
 from transformer_math.theory.positions import vaswani_shift_matrix, vaswani_sinusoid
 from transformer_math.theory.rope_audit import sinusoid_shift_distance
@@ -38,34 +38,43 @@ from transformer_math.theory.rope_audit import sinusoid_shift_distance
     [-1, 1] and distinct positions get distinct codes. The code is injective at every integer
     position for every base, even far beyond the lowest wavelength and with a single pair
     (θ_0 = 1, π irrational); the base sets near-collisions and adjacent resolution, not
-    injectivity: the main seed's 'base 100 makes positions 200 and 200 + wavelength collide' and
-    'injective only while the length is far below the lowest wavelength' are refuted. Of the
-    four terms of (x_m + PE_m)^T (x_n + PE_n), PE_m^T PE_n = sum_i cos((m - n) θ_i) is exactly
-    relative; the cross terms x_m^T PE_n depend on absolute positions.""",
+    injectivity: the main seed's 'base 100 makes positions 200 and 200 + wavelength collide' is
+    refuted (its 'injective as long as the length is far below the lowest wavelength' is a
+    sufficient condition and holds). Of the four terms of (x_m + PE_m)^T (x_n + PE_n),
+    PE_m^T PE_n = sum_i cos((m - n) θ_i) is exactly relative; the cross terms x_m^T PE_n depend
+    on absolute positions.""",
     statement_zh="""实现的正弦编码等于 Vaswani 等人的 PE[pos, 2i] = sin(pos / 10000^(2i/d))、
     PE[pos, 2i+1] = cos(pos / 10000^(2i/d))；PE(pos + D) = M(D) PE(pos)，其中论文的分块旋转M(D)
     与 pos 无关；所有取值在 [-1, 1] 内，不同位置得到不同编码。对任意底数、
     在任意整数位置上编码都是单射的，即使远超最低频波长、即使只有一对维度（θ_0 = 1，π 是无理数）
     ；底数决定的是近似碰撞与相邻分辨率，而不是单射性：主文'底数 100 时位置 200
-    与200+波长编码相同'和'只有序列长度远小于最低频波长时编码才是单射的'两说被驳斥。(x_m + PE_m)
+    与200+波长编码相同'被驳斥（其'只要序列长度远小于最低频波长，编码就是单射的'是充分条件，
+    成立）。(x_m + PE_m)
     ^T (x_n + PE_n) 的四项中，PE_m^T PE_n = sum_i cos((m - n) θ_i) 严格只依赖相对位置；交叉项
     x_m^T PE_n 依赖绝对位置。""",
     falsifier="sinusoid.frequency-exponent",
     expected="refuted",
-    version=3,
+    version=4,
+    kind="measurement",
+    audit="""Issue 31 review (P; c): 000:574 fairly refuted; 000:576
+    '只要序列长度远小于最低频波长，编码就是单射的' is a sufficient condition, quoted as
+    'injective only while...' and its seed margin tested the converse. Fixed: the 576 record
+    and its seed margin are dropped (the sufficient condition is true, and the measured
+    injectivity beyond the wavelength stays part of the verified statement); the 574 record
+    stays, with its verbatim quote and the reading its seed margin tests.""",
     seed_refs=[("000", 564, 584), ("004", 184, 203)],
     refutes=[
         Refutation(seed="000", line=574,
-                   says="底数太小（如 100）则最低频波长太短，长序列上会周期重复（位置 200 和位置 "
-                        "200+波长编码相同）",
+                   quote="底数太小（如 100）则最低频波长太短，长序列上会周期重复"
+                         "（位置 200 和位置 200+波长编码相同，混淆）",
+                   reading="with base 100 (d = 64) the codes of positions 200 and 200 + 544 "
+                           "(the lowest wavelength) coincide: |PE(744) - PE(200)| <= 1e-2",
+                   says="a too small base (e.g. 100) makes the lowest wavelength short, so "
+                        "long sequences repeat periodically: positions 200 and 200 + wavelength "
+                        "get the same code",
                    correct="with base 100 only the lowest pair nearly repeats after its "
                            "wavelength; the other pairs do not, so PE(200) and PE(200 + 544) "
                            "stay as far apart as random codes (d = 64)"),
-        Refutation(seed="000", line=576,
-                   says="只要序列长度远小于最低频波长，编码就是单射的 (injective only while the "
-                        "length is far below the lowest wavelength)",
-                   correct="PE(p) = PE(q) needs (p - q) θ_i ∈ 2πZ for every i; θ_0 = 1 makes "
-                           "that impossible for integers p != q, for any base and any length"),
     ],
 )
 def check_sinusoidal_shift(ctx: Context) -> Evidence:
@@ -78,8 +87,10 @@ def check_sinusoidal_shift(ctx: Context) -> Evidence:
     reaching more than twice the lowest wavelength (2π 100^(62/64) = 544), and with a single
     pair (d = 2, θ = 1) over shifts to 4095: the smallest distance between codes against the
     closed form (``theory/rope_audit.sinusoid_shift_distance``). The seed's collision at
-    positions 200 and 200 + 544 and its 'injective only below the wavelength' are seed margins
-    on the same tables."""
+    positions 200 and 200 + 544 is a seed margin on the same tables.
+
+    Issue 31 (version 4): the seed margin of 000:576 is gone (a sufficient condition, read as a
+    necessary one)."""
     dim, n = 64, 1024 if ctx.size is not Size.TINY else 256
     table = sinusoidal_table(n + 200, dim).double()  # the implementation, float32 angles
     reference = vaswani_sinusoid(n + 200, dim)  # the paper's formula, float64
@@ -135,8 +146,6 @@ def check_sinusoidal_shift(ctx: Context) -> Evidence:
     seed_margins = [
         at_most("seed (000:574): base 100, |PE(200 + 544) - PE(200)| ≈ 0 (collision)",
                 inj["collision_distance"], 1e-2),
-        at_most("seed (000:576): base 100, codes repeat beyond the lowest wavelength "
-                "(min distance ≈ 0)", inj["base100_min_distance"], 1e-2),
     ]
     return Evidence(
         predicted={"max |PE - formula|": 0.0, "max |PE(pos+D) - M(D) PE(pos)|": 0.0,
@@ -200,57 +209,6 @@ def theta_list(dim: int, base: float) -> list[float]:
 
 
 @claim(
-    "position.learned-embedding-limit",
-    source=f"{SEED_000} '朴素方案三' and '反事实' (512-row table, 1024-step task); 误区表 #6",
-    statement="""A learned absolute embedding raises a clear error for positions beyond its
-    table, and rows for positions never seen in training stay at their initial values (no
-    gradient reaches them).""",
-    falsifier="position.learned-silent-clamp",
-    expected="verified",
-    version=2,
-    seed_refs=[("000", 552, 556), ("000", 1372, 1372)],
-)
-def check_learned_embedding_limit(ctx: Context) -> Evidence:
-    """Issue 14 (version 2): the lookup past the table goes through the module itself (the
-    falsifier is a clamp planted in ``LearnedPositionalEmbedding.embedding``)."""
-    table, train_len, dim = 32, 16, 8
-    emb = LearnedPositionalEmbedding(table, dim, generator=ctx.generator(7))
-    initial = emb.weight.detach().clone()
-    g = ctx.generator(8)
-    for _ in range(5):  # plain SGD steps on sequences of length train_len
-        x = randn(g, 4, train_len, dim)
-        loss = (emb(x) ** 2).mean()
-        (grad,) = torch.autograd.grad(loss, emb.weight)
-        with torch.no_grad():
-            emb.weight -= 0.1 * grad
-    trained_changed = bool((emb.weight[:train_len] != initial[:train_len]).any())
-    untrained_drift = float((emb.weight[train_len:] - initial[train_len:]).detach().abs().max())
-    untrained_same = untrained_drift == 0.0
-
-    raised, message = False, ""
-    try:
-        emb(torch.zeros(1, table + 1, dim))
-    except IndexError as exc:
-        raised, message = True, str(exc)
-    margins = [
-        at_least("raises IndexError past the table", float(raised), 1.0),
-        at_least("message says 'outside the learned table'",
-                 float("outside the learned table" in message), 1.0),
-        at_least("trained rows moved", float(trained_changed), 1.0),
-        at_most("max |change| of never-trained rows", untrained_drift, 0.0),
-    ]
-    return Evidence(
-        predicted={"error past the table": True, "untrained rows unchanged": True},
-        measured={"error past the table": raised, "message": message[:120],
-                  "untrained rows unchanged": untrained_same, "trained rows moved":
-                  trained_changed},
-        tolerance="exact",
-        verdict=decide(margins),
-        margins=margins,
-    )
-
-
-@claim(
     "position.kv-cache-compatibility",
     source="004 'RoPE vs Sinusoidal' table row 'KV Cache兼容: 需重新计算 | 自然兼容'",
     statement="""Incremental decoding with a KV cache equals full recomputation both for an
@@ -260,8 +218,15 @@ def check_learned_embedding_limit(ctx: Context) -> Evidence:
     expected="refuted",
     version=2,
     seed_refs=[("004", 272, 278)],
+    kind="measurement",
+    audit="""Issue 31 review: sound (S); 004:277 ('sinusoidal needs recomputation') is wrong for
+    an additive input code, measured on the project's Transformer. Kept; declarations only
+    (kind, verbatim quote, reading), version 2 kept. The falsifier (positions restarting after
+    the cache) is planted in nn/transformer.py, code every cached decoder runs.""",
     refutes=[Refutation(
-        seed="004", line=277,
+        seed="004", line=277, quote="KV Cache兼容 需重新计算",
+        reading="a sinusoidal model decoding with a KV cache departs from the full pass by more "
+                "than rounding (1e-5) unless it recomputes",
         says="KV Cache兼容: Sinusoidal 需重新计算 (a sinusoidal model must recompute its cache)",
         correct="the sinusoidal code is added before the K/V projections, so cached keys and "
                 "values never change: cached decoding equals full recomputation, as for RoPE")],

@@ -51,47 +51,75 @@ TWO_PI = 2 * math.pi
     training are exactly those whose wavelength 2π 10000^(2i/d) exceeds it (LOW frequencies), not
     the high ones; and position interpolation costs adjacent-position resolution in the HIGH-
     frequency pairs, not the low ones. Kept: high-frequency phases alone alias far distances
-    onto trained near ones (the seed's 'unseen combinations' has this real counterpart).""",
+    onto trained near ones (the seed's 'unseen combinations' has this real counterpart). This
+    is the conclusion of a phase-coverage model computed from the implementation's cos/sin
+    tables, not a measurement of a trained model's behaviour.""",
+    statement_zh="""审计。超出训练长度后，见到训练中从未出现的相位的维度对，恰是波长
+    2π 10000^(2i/d) 超过训练长度的那些（低频），而不是高频；位置内插损失的是高频维度对的相邻位置
+    分辨率，而不是低频。保留的部分：高频相位单独会把远距离混叠到训练见过的近距离上（主文'未见
+    的相位组合'有这一真实对应）。这是相位覆盖模型（由实现的 cos/sin 表计算）的结论，
+    不是对训练模型行为的测量。""",
     falsifier="rope.inv-freq-exponent",
     expected="refuted",
-    version=2,
+    version=3,
+    kind="model",
     seed_refs=[("000", 649, 666), ("000", 678, 678), ("000", 688, 688), ("000", 1391, 1391),
-               ("000", 1476, 1477), ("000", 1541, 1541), ("000", 1564, 1564)],
+               ("000", 1476, 1477), ("000", 1541, 1541), ("000", 1564, 1564),
+               ("000", 1666, 1666)],
     refutes=[
-        Refutation(seed="000", line=653,
-                   says="退化的根源：高频分量在远位置进入'未见相位区' (the high-frequency pairs "
-                        "see unseen phases)",
-                   correct="only pairs whose wavelength exceeds L_train (the low-frequency ones) "
-                           "never completed a turn in training and see unseen phases"),
-        Refutation(seed="000", line=655,
-                   says="低频外推基本无害 (low-frequency extrapolation is harmless)",
-                   correct="the low-frequency pairs are exactly the out-of-distribution ones"),
-        Refutation(seed="000", line=662,
-                   says="位置内插的代价：低频分辨率被压缩 (PI costs low-frequency resolution)",
-                   correct="PI divides every θ_i by s; the adjacent-position chord lost is "
-                           "~θ_i (1 - 1/s), almost all of it in the high-frequency pairs"),
-        # The same two statements restated elsewhere in the main seed, refuted by the same
-        # seed margins (issue 18).
-        *(Refutation(seed="000", line=line, says=says,
-                     correct="the pairs that see unseen phases are those whose wavelength "
-                             "exceeds L_train (the low frequencies); high-frequency pairs have "
-                             "turned many times in training")
-          for line, says in (
-              (658, "本质洞察（外推退化 = 高频分量的'分布外'）"),
-              (660, "既然病根是'高频相位 OOD'，药方就是调整频率谱"),
-              (663, "NTK-aware: 对高频少缩放（它们才是 OOD 的元凶……）"),
-              (666, "它们是同一思想（修高频 OOD）在不同精细度下的实现"),
-              (678, "训练时高频分量只见过有限的相位范围……高频旋转累积了大量未见相位"),
-              (688, "练习 8.3.3-4: 论证为何高频分量在远位置进入'未见相位区'、而低频基本无害"),
-              (1391, "误区表 #25: 退化是高频旋转相位进入训练未见区（OOD）"),
-              (1477, "NTK-aware / YaRN: 使远位置高频相位落回训练范围"),
-              (1541, "RoPE 外推退化机理: 高频分量在远位置进入未见相位区（OOD）"),
-              (1564, "RoPE 群论: 外推退化=高频相位 OOD"))),
-        Refutation(seed="000", line=1476,
-                   says="位置内插 …… 稳妥但损失低频分辨率 (glossary)",
-                   correct="PI's resolution loss falls almost entirely on the high-frequency "
-                           "pairs (measured share > 90 %)"),
+        Refutation(
+            seed="000", line=653, quote='退化的根源：高频分量在远位置进入"未见相位区"',
+            says="the root of the degradation: the high-frequency pairs enter an 'unseen phase "
+                 "region' at far positions",
+            reading="beyond L_train the pairs whose phases leave the range seen in training are "
+                    "the high-frequency ones (wavelength <= L_train)",
+            correct="only pairs whose wavelength exceeds L_train (the low-frequency ones) never "
+                    "completed a turn in training and see unseen phases; the high-frequency "
+                    "pairs have turned many times and every far phase lies within one step of "
+                    "a trained one",
+            also=(656, 658, 660, 663, 666, 678, 688, 1391, 1477, 1541, 1564, 1666)),
+        Refutation(
+            seed="000", line=655,
+            quote=("相位变化缓慢，外推时落在训练见过的相位范围内附近"
+                   "——低频外推基本无害"),
+            says="low-frequency phases change slowly and stay near the trained range: "
+                 "low-frequency extrapolation is essentially harmless",
+            reading="no low-frequency pair (wavelength > L_train) sees a phase outside the "
+                    "trained range at L_test",
+            correct="the low-frequency pairs are exactly the out-of-distribution ones: their "
+                    "phases at L_test lie beyond the arc (L_train - 1) θ_i swept in training"),
+        Refutation(
+            seed="000", line=662,
+            quote=("稳妥但有代价：低频分辨率被压缩"
+                   "（本来不需要修的低频也被压了，损失近距离的位置区分度）"),
+            says="PI is safe but costs low-frequency resolution (the low frequencies are "
+                 "compressed too, losing near-distance position resolution)",
+            reading="most of the adjacent-position resolution PI removes falls on the "
+                    "low-frequency pairs (share >= 1/2)",
+            correct="PI divides every θ_i by s; the adjacent-position chord lost is "
+                    "~θ_i (1 - 1/s), almost all of it (> 90 %) in the high-frequency pairs",
+            also=(1476,)),
     ],
+    audit="""Issue 31 review (P; a, f). (f) one error booked 14 times: fixed, three records
+    (653 high frequencies are the OOD ones, with its 12 restatements 656, 658, 660, 663, 666,
+    678, 688, 1391, 1477, 1541, 1564 and the fault table 1666 as also=; 655 'low-frequency
+    extrapolation harmless'; 662 'PI costs low-frequency resolution', also 1476). (a) the
+    'measured OOD' is circle coverage of the phases read off RotaryEmbedding's tables, which is
+    the same geometry as the prediction 'wavelength > L': agreed, reclassified as kind model
+    (the phase-coverage model's conclusion, counted apart from measured errors); its falsifier
+    (a wrong θ exponent in the library) only checks that the tables feed the model the right
+    frequencies. The behavioural test the review proposes is now run, but not claimed: the
+    extrapolation experiment (position.extrapolation-experiment, full tier) evaluates its
+    trained RoPE model with only the low pairs (wavelength > L) brought into their trained
+    phase range ('low-in-range') and with only the high pairs ('high-in-range'), shown by
+    position. Tiny, seed 0, loss in [2L, end) / ln V: plain 1.48, low-in-range 0.80,
+    high-in-range 1.02, the seed's literal high-interp 0.86 (window 0.41); in [0, L):
+    0.35, 0.37, 0.79, 0.55. Default size, seed 0: [2L, 8L) plain 1.45, low-in-range 0.87,
+    high-in-range 1.53, high-interp 1.35 (window 0.47); [0, L): 0.43, 0.53, 0.69, 0.63. It
+    leans the literature's way (bringing the low pairs into range helps, the high pairs does
+    not), but high-in-range also costs the in-range copy (local resolution), and one seed is
+    not a decision: no margin yet (a margin needs thresholds derived from a seed sweep at
+    default size), and the verdict stays the model's.""",
 )
 def check_rope_extrapolation_mechanism(ctx: Context) -> Evidence:
     """Issue 14 (version 2). Prediction: the pairs with closed-form wavelength 2π/θ_i > L
@@ -104,7 +132,12 @@ def check_rope_extrapolation_mechanism(ctx: Context) -> Evidence:
     every trained phase. The falsifier is a wrong frequency exponent planted in the library: the
     tables then reach other phases and the closed-form prediction no longer matches. The
     seed's version (high-frequency pairs are the OOD ones; PI compresses low-frequency
-    resolution) is evaluated on the same measurement as seed margins."""
+    resolution) is evaluated on the same measurement as seed margins.
+
+    Issue 31 (version 3): kind model. The 'measurement' above is the phase-coverage geometry
+    of the tables, mathematically the prediction 'wavelength > L' again: the verdict is the
+    model's conclusion about which pairs a model meets out of distribution, not a measured
+    model behaviour; the 14 records are merged into the three distinct errors."""
     d, base = 128, 10000.0
     L, L_test = (512, 4096) if ctx.size is not Size.TINY else (256, 2048)
     closed = torch.tensor(roformer_frequencies(d, base), dtype=torch.float64)
@@ -259,21 +292,33 @@ def _measured_inv_freq(module: RotaryEmbedding, seq_len: int) -> tuple[Tensor, f
     falsifier="rope.yarn-attention-factor-dropped",
     expected="refuted",
     version=3,
+    kind="measurement",
+    audit="""Issue 31 review: sound (S); the review reads 000:664, 004:497 and 004:498 as
+    genuine errors. Kept as is: θ' and the attention factor are read from RotaryEmbedding's
+    tables and compared with the published closed forms (theory/positions.py, no shared code);
+    the falsifier (YaRN's attention factor dropped) and the other planted scaling bugs sit in
+    functional/rope_scaling.py, which every scaled model runs. Only the declarations changed
+    (kind, verbatim quotes, the readings the seed margins test), so the version stays 3.""",
     seed_refs=[("000", 660, 666), ("004", 491, 499)],
     refutes=[
         Refutation(
-            seed="000", line=664,
+            seed="000", line=664, quote='高频"外推"、中频"内插"、低频几乎不动',
+            reading="YaRN leaves the lowest-frequency pair's θ almost unchanged (θ'/θ within "
+                    "0.1 of 1)",
             says="YaRN: 高频'外推'、中频'内插'、低频几乎不动 (low frequencies almost unchanged)",
             correct="YaRN keeps the high-frequency pairs and divides the low-frequency ones "
                     "(wavelength > L0 / beta_slow) by s, ramping in between (Peng et al. 2023)"),
         Refutation(
-            seed="004", line=497,
+            seed="004", line=497, quote="$b^{-2i/d_k}\\cdot {\\alpha }^{d_k/(d_k-2)}$",
+            reading="NTK-aware multiplies every θ_i by α^(d/(d-2)) (max rel. deviation 1e-3)",
             says="NTK-aware: θ_i = b^(-2i/d_k) · α^(d_k/(d_k-2))",
             correct="NTK-aware raises the base to b α^(d/(d-2)), so θ'_i = θ_i α^(-2i/(d-2)): "
                     "the highest pair unchanged, the lowest divided by α; the seed's factor "
                     "multiplies every frequency by α^(d/(d-2)) > 1"),
         Refutation(
-            seed="004", line=498,
+            seed="004", line=498, quote="分段 ${\\theta }_i$（低频 NTK、高频线性）",
+            reading="YaRN divides the highest pair by s (linear) and its low band follows "
+                    "NTK-aware's θ' (within 1e-2)",
             says="YaRN: 分段 θ_i（低频 NTK、高频线性）",
             correct="YaRN (NTK-by-parts) leaves the high frequencies unchanged and interpolates "
                     "the low ones linearly (θ/s), with a linear ramp between; neither band "
