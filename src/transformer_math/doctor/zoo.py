@@ -64,6 +64,16 @@ INVISIBLE_BUGS: dict[str, str] = {
     "flash.kv-counted-once":
         "an IO counter of the tiled loop (read by the flash-io claim); the attention outputs "
         "do not depend on it",
+    "flash.backward-recomputes-output":
+        "a cost bug of the tiled backward: the output is recomputed from the tiles instead of "
+        "read from the saved O, giving the same gradients (up to rounding) with 4 N^2 d more "
+        "FLOPs per head; killed by the claim architecture.flash-recompute-flops, which counts "
+        "them",
+    "attention.weights-detached":
+        "detach() leaves every forward value bit-identical (logits, caches, hidden states); it "
+        "cuts only the gradient through the softmax into Q and K, and the doctor's gradient "
+        "checks read norms over depth, which the V path still carries (killed by the claim "
+        "attention.not-globally-lipschitz, which differentiates the attention itself)",
 }
 """Engine bugs that change no output the doctor can observe, with the evidence: reached but
 unflagged, they are ``invisible`` rather than ``unflagged`` (not a missing check)."""
