@@ -30,6 +30,8 @@ ADALN_CONDITION_IGNORED = declare_bug(
     "observation gets the same shift/scale/gate (the learned bias), so the network cannot see "
     "its conditioning",
     module=__name__,
+    test="tests/robotics/test_mechanics_checks.py::"
+    "test_adaln_transformer_output_depends_on_its_condition",
     seen_in="a conditioning vector that is computed but not passed on (a default of zeros or "
     "None silently used), e.g. a timestep embedding built and then dropped")
 

@@ -468,7 +468,7 @@ def design(inp: DesignInputs, results: dict[str, Any] | None = None) -> Design:
                    f"{mean('success_newest_ensemble_kmax')}")
     b6 = ("robotics.compounding-error", "robotics.chunked-error-bound",
           "robotics.chunking-tradeoff", "robotics.temporal-ensembling",
-          "robotics.receding-horizon", "robotics.paper-reports",
+          "robotics.paper-reports",
           "calculator: theory.compounding_error.seed_chunked_bound")
     vac = (f"T^2 eps = {bc:.4g} exceeds the largest cost T = {T}: the bound is vacuous at this "
            "horizon; " if bc > T else "")

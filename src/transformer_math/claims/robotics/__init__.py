@@ -5,10 +5,14 @@ Full tier: every check trains the project's policies (``robotics/policies``) in 
 context, over ``ctx.seeds`` seeds (``claims.seeds.over_seeds``), and decides on the worst seed.
 Trainings go through ``experiments.memo.memoized``, which reuses a training under a
 planted bug whose site it never passes (a falsifier in the executor or the DT's rollout does not
-retrain). Quick tier (``mechanics``): the executors, the return-to-go, the DT's causal
-conditioning and ACT's CVAE objective on scripted inputs, no training; they kill every planted
-``robotics.*`` bug. Modules: ``chunking`` (compounding error, chunking trade-off), ``multimodal``
-(MSE vs CVAE), ``decoders`` (diffusion, flow matching and binned AR heads, sampler steps),
-``decision_transformer`` (stitching, return reachability), ``mechanics`` and
-``decoder_mechanics`` (the decoders' samplers with exact networks: quick, no training).
+retrain). Quick tier: the DT's causal conditioning (``mechanics``), the AR decoder's sequential
+step count (``ar_steps``), the chunked compounding bound (``bounds``) and DT vs RWR (``rwr``);
+ACT's ensembling weights (``mechanics``) and the papers' reports (``sources``) are cited.
+Modules: ``chunking`` (compounding error, chunking trade-off), ``multimodal`` (MSE vs CVAE),
+``latent`` (ACT's zero latent), ``decoders`` (diffusion, flow matching and binned AR heads,
+sampler steps), ``decision_transformer`` (stitching, return reachability).
+
+Issue 31 moved the implementation checks (receding horizon, return-to-go, ACT's CVAE loss, the
+decoders' samplers with exact networks, the ensembler's closed form) to
+``tests/robotics/test_mechanics_checks.py``; their bugs name those tests (``Bug.test``).
 """

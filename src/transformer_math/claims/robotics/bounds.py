@@ -77,39 +77,37 @@ def _run_cliff(ctx: Context, chunk: int, per_step: bool, episodes: int,
     "action, cost 1 per off-track step) executed through the library's open-loop chunk "
     "executor at T = 400, eps = 0.01: when each chunk decision errs with probability eps the "
     "expected cost equals the dynamic programme and stays below T^2 eps / k for k = 1, 10, 90, "
-    "but exceeds the literal substitution (T/k)^2 eps; when each executed action errs with "
-    "probability eps, chunking gives no gain (the cost at k = 90 equals the k = 1 cost) and "
-    "T^2 eps / k fails.",
+    "but exceeds (T/k)^2 eps, what the seed's derivation 'substitute T -> T/k into T^2 eps' "
+    "gives; when each executed action errs with probability eps, chunking gives no gain on this "
+    "model (the cost at k = 90 equals the k = 1 cost).",
     statement_zh="在最坏情形的复合误差模型上（第一次执行错误动作后永久偏离，"
     "偏离的每一步代价为 1），用库中的开环动作块执行器在 T = 400、eps = 0.01 下执行："
     "若每次块决策以概率 eps 出错，期望代价与动态规划一致，且对 k = 1、10、90 都低于 "
-    "T^2 eps / k，却超过字面代入 T -> T/k 得到的 (T/k)^2 eps；若每个被执行的动作以概率 "
-    "eps 出错，分块毫无收益（k = 90 的代价等于 k = 1 的代价），T^2 eps / k 不成立。",
+    "T^2 eps / k，却超过 (T/k)^2 eps，即种子文本的推导“把 T -> T/k 代入 T^2 eps”所得；"
+    "若每个被执行的动作以概率 eps 出错，分块在此模型上毫无收益（k = 90 的代价等于 k = 1 的"
+    "代价）。",
     tier="quick",
     falsifier="robotics.chunk-requery-every-step",
     expected="refuted",
-    version=1,
+    version=2,
+    kind="code-audit",
     seed_refs=[("000", 1253, 1263), ("000", 1208, 1208), ("000", 1284, 1284),
                ("000", 1324, 1324), ("000", 1332, 1332), ("000", 1356, 1356),
                ("000", 1555, 1555)],
     refutes=[
         Refutation(
-            seed="000", line=1257,
+            seed="000", line=1257, to_line=1259,
+            quote=r"把 \(T\to T/k\) 代入，复合误差变为 \[ \boxed{\ \text{error}(k) = "
+            r"O\!\left(\frac{T^2\varepsilon}{k}\right)\ } \]",
             says="substituting T -> T/k (T/k effective decisions) into O(T^2 eps) gives the "
             "chunked error O(T^2 eps / k)",
-            correct="the substitution gives (T/k)^2 eps, which the measured worst-case cost "
-            "exceeds (about 11 vs 0.2 at k = 90); T^2 eps / k is (T/k)^2 eps decision-level "
-            "regret times k steps per decision, and needs each chunk to err no more often than "
-            "one action (eps per decision)"),
-        Refutation(
-            seed="000", line=1555,
-            says="theorem table: action chunking divides the compounding error of imitation "
-            "learning by the chunk size k, O(T^2 eps / k)",
-            correct="only when errors happen per decision; if each executed action errs with "
-            "probability eps (a chunk then errs with probability ~ k eps) the worst-case cost at "
-            "k = 90 equals the unchunked one (about 303 at T = 400), far above T^2 eps / k = 18: "
-            "chunking helps when it makes errors rarer per step (temporally correlated errors, "
-            "stable open-loop dynamics), not by counting decisions"),
+            reading="the algebra of the derivation: T -> T/k in T^2 eps, checked against the "
+            "worst-case cost the O(T^2 eps) bound is the bound of; the substitution's value "
+            "(T/k)^2 eps must be at least the measured cost at k = 90",
+            correct="the substitution gives (T/k)^2 eps = T^2 eps / k^2, which the measured "
+            "worst-case cost exceeds (about 11 vs 0.2 at k = 90); T^2 eps / k is (T/k)^2 eps "
+            "decision-level regret times k steps per decision, and needs each chunk to err no "
+            "more often than one action (eps per decision)"),
     ],
     corrections=[Correction(
         seed="000", line=1255,
@@ -121,6 +119,16 @@ def _run_cliff(ctx: Context, chunk: int, per_step: bool, episodes: int,
         source="Ross & Bagnell, 'Efficient Reductions for Imitation Learning', AISTATS 2010, "
         "Thm 2.1 (T^2 eps for behaviour cloning); Ross, Gordon & Bagnell, AISTATS 2011 (DAgger, "
         "O(T eps)-type guarantee)")],
+    audit="""Issue 31 review (m, c): agreed. 000:1257 (T -> T/k substituted into T^2 eps gives
+    T^2 eps / k^2, not T^2 eps / k) is an algebra slip and stays refuted; the claim is the
+    seed's arithmetic recomputed, with a Monte Carlo of the worst-case model through the
+    library's chunk executor, so its kind is code-audit (the cost process and the DP are both
+    this claim's model, as the review says). The record of 000:1555 (the theorem table's
+    'chunking divides the error by k') is dropped: it was refuted with a per-executed-step error
+    model that the seed's derivation ('有效决策步数从 T 降到 T/k', errors per decision) does not
+    assume. The per-step arm stays as a measured property of the model (cost(k = 90) equals the
+    unchunked DP), no longer a seed margin. Version 2; the thresholds are unchanged (6 standard
+    errors of a Monte Carlo mean).""",
 )
 def check_chunked_error_bound(ctx: Context) -> Evidence:
     episodes = ctx.pick(4000, 20000, 50000)
@@ -156,8 +164,6 @@ def check_chunked_error_bound(ctx: Context) -> Evidence:
     seed_margins = [
         at_most(f"seed's substitution: cost(k={k_max}) / (T/k)^2 eps",
                 rows[k_max]["measured cost"] / rows[k_max]["(T/k)^2 eps"], 1.0),
-        at_most(f"seed's 'divides by k' with eps per executed step: cost(k={k_max}) / "
-                "(T^2 eps / k)", step_mean / seed_chunked_bound(HORIZON, EPS, k_max), 1.0),
     ]
     return Evidence(
         predicted={"eps per decision": "cost = DP <= T^2 eps / k; > (T/k)^2 eps for k > 1",
@@ -168,7 +174,7 @@ def check_chunked_error_bound(ctx: Context) -> Evidence:
                                        for k, r in rows.items()},
                   f"eps per executed step, k={k_max}": {"cost": round(step_mean, 2),
                                                         "standard error": round(step_se, 2)}},
-        tolerance=f"Monte Carlo over {episodes} episodes ({step_episodes} per executed step): 4 "
+        tolerance=f"Monte Carlo over {episodes} episodes ({step_episodes} per executed step): 6 "
         "standard errors of the mean cost; "
         "bounds compared as ratios (<= 1); query counts exact (integers)",
         verdict=decide(margins, seed_margins),

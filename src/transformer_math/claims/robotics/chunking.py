@@ -12,7 +12,9 @@ from transformer_math.claims.registry import (
     Context,
     Evidence,
     Figure,
+    Refutation,
     Series,
+    at_least,
     at_most,
     claim,
     decide,
@@ -97,6 +99,8 @@ def _compounding_values(ctx: Context) -> tuple[dict[str, float], tuple]:
     step = max(chunked[b] / chunked[a] for a, b in itertools.pairwise(window))
     beyond = {f"ratio_k{k}_over_k{k_win}": chunked[k] / chunked[k_win] for k in ks
               if k > k_win}
+    if beyond:  # the seed's 'the larger the chunk, the smaller the error', beyond L
+        beyond["ratio_beyond_max"] = max(beyond.values())
     values = {"slope": slope, "ratio_step_max": step,
               "ratio_kmax": chunked[k_win] / chunked[1], "k_window_max": float(k_win),
               **beyond,
@@ -106,21 +110,65 @@ def _compounding_values(ctx: Context) -> tuple[dict[str, float], tuple]:
     return values, (cfg, res, chunked)
 
 
+#: The seed's 'the larger the chunk, the smaller the error' beyond the look-ahead is refuted when
+#: error(k) / error(largest k <= L + 1) exceeds this for some k with k - 1 > L, on every seed: the
+#: same 10 % noise allowance as the 0.9 of the in-window fall (a 100-500-path mean's spread)
+RISE_BAND = 1.1
+
+
 @claim(
     "robotics.compounding-error",
     source=f"{SOURCE} 理论 B (O(T^2 eps), O(T^2 eps / k), worked example T=400, eps=0.01); "
     "Ross & Bagnell 2010",
-    statement="Behaviour cloning on a noisy-expert tracking task: deviation grows superlinearly "
-    "with horizon at k = 1 and falls at every step of the chunk size k while a chunk lies "
-    "inside the observation's reference look-ahead L (k - 1 <= L = 24 steps: T^2 eps / k "
-    "takes a chunk error eps that does not grow with k) (open-loop chunks, on every seed); "
-    "beyond L the error is measured, not predicted; worked example T=400, eps=0.01: 1600 vs "
-    "~18 at k = 90 (the ~18 is T^2 eps / k, not the substitution (T/k)^2 eps).",
+    statement="Behaviour cloning on a noisy-expert tracking task without disturbances, whose "
+    "observation holds the reference L = 24 steps ahead: deviation grows superlinearly with "
+    "horizon at k = 1 and the error falls at every step of the chunk size k while a chunk lies "
+    "inside the look-ahead (k - 1 <= L), on every seed. The seed's unconditional 'the larger "
+    "the chunk, the smaller the error' is tested beyond L: refuted when the error at a k with "
+    "k - 1 > L exceeds the error at the largest k <= L + 1 by more than 10 % on every seed; a "
+    "sweep that stops at k - 1 <= L (tiny: k up to 16) cannot decide it (inconclusive). Worked "
+    "example T=400, eps=0.01: 1600 vs ~18 at k = 90 is T^2 eps vs T^2 eps / k.",
+    statement_zh="在无扰动、观测包含前方 L = 24 步参考轨迹的带噪专家跟踪任务上做行为克隆："
+    "k = 1 时偏差随时域超线性增长；当动作块位于前瞻窗口内（k - 1 <= L）时，误差随块大小 k 的每一"
+    "步都下降，在每个种子上都成立。种子文本无条件的“块越大误差越小”在 L 之外检验：若在每个种子上，"
+    "某个 k - 1 > L 的 k 的误差都比最大的 k <= L + 1 的误差高出 10 % 以上，则该说法被否定；扫描"
+    "止于 k - 1 <= L 时（tiny：k 至多 16）无法判定（inconclusive）。算例 T=400、eps=0.01：1600 "
+    "对 k = 90 时约 18，即 T^2 eps 对 T^2 eps / k。",
     tier="full",
     falsifier="robotics.chunk-index-frozen",
-    expected="verified",
-    version=3,
-    seed_refs=[("000", 1253, 1263), ("000", 1332, 1332)],
+    expected="refuted",
+    version=4,
+    kind="measurement",
+    seed_refs=[("000", 1253, 1265), ("000", 1324, 1324), ("000", 1332, 1332)],
+    refutes=[Refutation(
+        seed="000", line=1324,
+        quote="块越大误差越小",
+        also=(1265,),
+        says="the larger the chunk, the smaller the (compounding) error (again at 000:1265: "
+        "'k large: small compounding error, high open-loop precision', the price of large k "
+        "being only the reaction to disturbances)",
+        reading="on a task without disturbances, a larger chunk never gives a clearly larger "
+        "error: error(k) <= 1.1 error(k') for k > k', tested at the chunk sizes beyond the "
+        "observation's look-ahead (k - 1 > L) against the largest k <= L + 1; refuted only "
+        "when that fails on every seed",
+        correct="the error falls with k only while the chunk's actions are functions of what "
+        "the observation holds (k - 1 <= L); the last k - 1 - L actions of a longer chunk track "
+        "a reference the policy never saw and the error rises (issue 19, default size: "
+        "error(32) / error(16) = 1.73-1.97 on seeds 0-2; ACT's own chunk ablation also tapers "
+        "above k = 100, robotics.paper-reports)")],
+    audit="""Issue 31 review (P, e; section 4 item 5): agreed. Version 3 restricted 'falls
+    with k' to k - 1 <= L after the default run rose from k = 16 to k = 32 on every seed, and was
+    'verified' while its notes called the seed's unconditional statement refuted. Version 4
+    keeps the in-window fall (thresholds unchanged) and decides the beyond-L part as a seed
+    margin on 000:1324 ('块越大误差越小', also 000:1265), with a decisive margin that the sweep
+    reaches a k with k - 1 > L: refuted at the default size (k up to 32), inconclusive at tiny
+    (k in 1, 4, 16, all inside L + 1 = 25), never narrowed away. The 10 % band (RISE_BAND) is
+    the same noise allowance as the in-window 0.9 and was fixed before this version's run. The
+    DP-vs-T^2 eps numbers of the worked example are formulas compared with formulas (the review
+    notes it): they are reported in details, no longer margins; the seed's algebra is decided
+    by robotics.chunked-error-bound. The task has one confound the reader should weigh: its
+    preview horizon L is a property of this environment (the break follows L: stride 3, L = 36,
+    falls through k = 32; stride 1, L = 12, rises from k = 16).""",
 )
 def check_compounding_error(ctx: Context) -> Evidence:
     sweep = over_seeds(ctx, _compounding_values)
@@ -128,6 +176,7 @@ def check_compounding_error(ctx: Context) -> Evidence:
     lookahead, window = lookahead_window(cfg)
     k_win = window[-1]
     beyond = [n for n in sweep.values if n.startswith("ratio_k") and "_over_k" in n]
+    beyond_ks = [k for k in sorted(cfg.chunk_sizes) if k > k_win]
     example = {
         "T^2 eps (k=1)": bc_regret_bound(400, 0.01),
         "T^2 eps / k (k=90)": seed_chunked_bound(400, 0.01, 90),
@@ -143,61 +192,71 @@ def check_compounding_error(ctx: Context) -> Evidence:
         sweep.at_most("ratio_step_max", 1.0, "max over consecutive k <= L + 1 of "
                       "error(k') / error(k)"),
         sweep.at_most("ratio_kmax", 0.9, f"error(k={k_win}, largest k <= L + 1) / error(k=1)"),
-        at_most("DP worst case / T^2 eps (T=400, eps=0.01, k=1)",
-                example["worst-case expected cost k=1 (DP)"] / example["T^2 eps (k=1)"], 1.0),
-        at_most("DP worst case / T^2 eps / k (k=90, eps per chunk)",
-                example["worst-case expected cost k=90, eps per chunk (DP)"]
-                / example["T^2 eps / k (k=90)"], 1.0),
     ]
-    names = ("slope", "ratio_step_max", "ratio_kmax", *beyond)
+    decisive = [at_least(f"chunk sizes with k - 1 > L = {lookahead} in the sweep (the seed's "
+                         "'larger chunk, smaller error' is tested there)", len(beyond_ks), 1)]
+    seed_margins = []
+    if beyond_ks:
+        seed_margins.append(at_most(
+            f"seed's 'larger chunk, smaller error' beyond L: max over k > {k_win} of error(k) / "
+            f"error(k={k_win}), smallest of {len(sweep.seeds)} seeds", sweep.lo("ratio_beyond_max"),
+            RISE_BAND))
+    names = ("slope", "ratio_step_max", "ratio_kmax", *beyond,
+             *(["ratio_beyond_max"] if beyond_ks else []))
+    verdict = decide(margins, seed_margins, decisive)
     return Evidence(
         predicted={"cumulative deviation log-log slope": "in (1, 2] (T^2 eps is an upper bound)",
                    "error(k) vs error(1)": f"falls at every step of k for k - 1 <= L = "
-                   f"{lookahead} (k in {window}); not predicted beyond L",
+                   f"{lookahead} (k in {window})",
+                   "seed (000:1324, 1265)": f"error(k) <= {RISE_BAND:g} error(k={k_win}) for "
+                   f"k > {k_win} too",
                    "worked example": [1600.0, round(seed_chunked_bound(400, 0.01, 90), 2)]},
         measured={**{n: {"mean": round(sweep.mean(n), 4), "spread": round(sweep.spread(n), 4),
-                         "worst": round(sweep.lo(n) if n == "slope" else sweep.hi(n), 4)}
+                         "worst": round(sweep.lo(n) if n == "slope" else sweep.hi(n), 4),
+                         "smallest": round(sweep.lo(n), 4)}
                      for n in names},
-                  "look-ahead L (steps), k decided": {"L": lookahead, "k": window},
+                  "look-ahead L (steps), k inside": {"L": lookahead, "k": window,
+                                                    "k beyond": beyond_ks},
                   "error by k (first seed)": {str(k): round(v, 4) for k, v in chunked.items()}},
         tolerance="slope > 1.1 (a flat error curve gives 1.0; 0.1 margin for the noise of a "
         "100-path mean); error falls at every step of k <= L + 1 (ratio <= 1) and error(largest "
-        f"such k) < 0.9 error(1) (10 % margin); each on the worst of {len(sweep.seeds)} seeds",
-        verdict=decide(margins),
+        f"such k) < 0.9 error(1) (10 % margin); each on the worst of {len(sweep.seeds)} seeds. "
+        f"Beyond L: the seed's reading holds while error(k) <= {RISE_BAND:g} error(k_win) on "
+        "some seed (refuted only when it fails on every seed).",
+        verdict=verdict,
         notes=[
+            *(["Inconclusive: this size's sweep has no chunk size beyond the look-ahead "
+               f"(k - 1 > L = {lookahead}); --size default (k up to 32) decides the seed's "
+               "'the larger the chunk, the smaller the error' there."]
+              if not beyond_ks else []),
             "The seed's 1600 vs ~18 is T^2 eps vs T^2 eps / k; its derivation ('substitute T -> "
-            "T/k') literally gives (T/k)^2 eps = 0.198. T^2 eps / k holds when each chunk errs "
-            "with probability eps and cost is counted per step; with eps per executed step the "
-            "worst case gives no gain (theory/compounding_error.py). Both readings are measured "
-            "through the chunk executor in robotics.chunked-error-bound (refuted: 000:1257, "
-            "000:1555).",
+            "T/k') literally gives (T/k)^2 eps = 0.198 (robotics.chunked-error-bound, refuted: "
+            "000:1257). The DP worst cases of the worked example are in details (formulas, not "
+            "measurements).",
             "T^2 eps = 1600 exceeds the maximal cost T = 400: the bound is vacuous at T = 400.",
             "Issue 12: tiny trains 1500 steps on 50 demos, horizon 200, k in 1, 4, 16. Issue "
             "14 (version 2): on the worst of the seeds; 'error(second k) <= error(1)' and "
             "'min_k error(k) <= 0.9 error(1)' became 'error falls at every step of k' and "
-            "'error(k_max) <= 0.9 error(1)' (what the statement says; the old pair let a "
-            "queue that holds the first action of every chunk pass: its k = 4 still beat "
-            "k = 1 by 10-15 %, while its k = 16 was 1.4 x worse than k = 1).",
-            "Issue 19 (version 3): at --size default (k up to 32) error rose from k = 16 to "
-            "k = 32 on every seed (error(32) / error(16) = 1.73-1.97, seeds 0-2; seed 0: "
-            "0.0631, 0.0514, 0.0365, 0.0264, 0.0201, 0.0349 at k = 1..32), failing 'falls at "
-            "every step of k'. Cause: the observation holds the reference only L = 24 steps "
-            "ahead (13 waypoints, stride 2); a 32-chunk's last 7 actions track a reference the "
-            "policy never sees. Not a training, capacity or executor bug (seed 0, k = 16, 24, "
-            "32: 0.0201, 0.0195, 0.0349; 4000 steps 0.0204, 0.0213, 0.0367; hidden 128 0.0207, "
-            "0.0191, 0.0348); the break follows L: stride 3 (L = 36) 0.0262, 0.0218, 0.0207 "
-            "(falls through 32), stride 1 (L = 12) 0.0279, 0.0345, 0.0606 (rises from k = 16 on). "
-            "The fall is now decided for k - 1 <= L, where T^2 eps / k's constant per-chunk eps "
-            "can hold (thresholds unchanged); the ratios beyond L are reported in measured. "
-            "The seed's unconditional 'error falls with k' is refuted on this task for chunks "
-            "longer than the look-ahead.",
+            "'error(k_max) <= 0.9 error(1)'.",
+            "Issue 19 (version 3): at --size default error rose from k = 16 to k = 32 on every "
+            "seed (error(32) / error(16) = 1.73-1.97, seeds 0-2; seed 0: 0.0631, 0.0514, "
+            "0.0365, 0.0264, 0.0201, 0.0349 at k = 1..32). Cause: the observation holds the "
+            "reference only L = 24 steps ahead (13 waypoints, stride 2); a 32-chunk's last 7 "
+            "actions track a reference the policy never sees. Not a training, capacity or "
+            "executor bug (seed 0, k = 16, 24, 32: 0.0201, 0.0195, 0.0349; 4000 steps 0.0204, "
+            "0.0213, 0.0367; hidden 128 0.0207, 0.0191, 0.0348); the break follows L: stride 3 "
+            "(L = 36) 0.0262, 0.0218, 0.0207 (falls through 32), stride 1 (L = 12) 0.0279, "
+            "0.0345, 0.0606 (rises from k = 16 on). Version 3 then narrowed 'falls' to k - 1 <= "
+            "L and reported 'verified'; issue 31 (version 4) decides the part beyond L instead.",
             f"expert noise tau {cfg.noise_tau} s; first seed: train {res.train_seconds:.1f} s, "
             f"rollouts {res.rollout_seconds:.1f} s",
         ],
         figures=_compounding_figures(cfg, res, chunked),
         margins=margins,
+        seed_margins=seed_margins,
+        decisive=decisive,
         per_seed=sweep.to_json(),
-        details={"worked example": example,
+        details={"worked example (formulas)": example,
                  "success by k (first seed)": {str(k): res.get(k, "open_loop").success
                                                for k in cfg.chunk_sizes},
                  "expert mean error": res.expert.mean_error,
@@ -270,6 +329,10 @@ def _tradeoff_values(ctx: Context) -> tuple[dict[str, float], tuple]:
     falsifier="robotics.chunk-requery-every-step",
     expected="verified",
     version=2,
+    kind="measurement",
+    audit="""Issue 31 review: sound; no change. Trained chunk policies of the library run
+    through its executors under pushes; thresholds argued from binomial errors (success drop
+    0.1, about 3 standard errors) and a stated 25 % tolerance, unchanged since issue 12.""",
     seed_refs=[("000", 1265, 1265), ("000", 1267, 1271), ("000", 1273, 1284)],
 )
 def check_chunking_tradeoff(ctx: Context) -> Evidence:

@@ -59,6 +59,9 @@ def _stitching_values(ctx: Context) -> tuple[dict[str, float], robotics_dt.Stitc
     falsifier="robotics.dt-noncausal",
     expected="verified",
     version=2,
+    kind="measurement",
+    audit="""Issue 31 review: sound; no change (the falsifier is caught on 2 of 3 seeds and
+    the verdict is decided on the worst seed, as the review notes).""",
     seed_refs=[("000", 1230, 1232)],
     corrections=[Correction(
         seed="000", line=1230,
@@ -162,19 +165,23 @@ def _reachability_values(ctx: Context) -> tuple[dict[str, float],
     expected="refuted",
     version=2,
     seed_refs=[("000", 1234, 1243), ("000", 1336, 1336), ("000", 1549, 1549)],
+    kind="measurement",
     refutes=[Refutation(
         seed="000", line=1243,
+        quote=r'DT 顶多复现这 \(R_{\max}\) 分的行为，绝不会"无中生有"地超越它',
+        also=(1549,),
         says="DT's ceiling is locked at the best return achieved in the data: it at most "
-        "reproduces R_max and never exceeds it",
+        "reproduces R_max and never exceeds it (again in the theorem table, 000:1549: 'ability "
+        "locked at the data's optimum')",
+        reading="with the target return set above the data's range, the best achieved return "
+        "stays at or below the data's maximum, allowing 15 % of the data's 5-95 % return span "
+        "for noise; refuted only when that fails on every seed",
         correct="above the data's range the achieved return saturates (gain ~ 0, far below the "
-        "target) but above R_max: the DT extrapolates part of the way before it saturates"),
-        Refutation(
-            seed="000", line=1549,
-            says="theorem table, 'DT return reachability condition': beyond max R(s) the "
-            "request is out-of-distribution extrapolation and the DT's ability is locked at the "
-            "data's optimum",
-            correct="beyond the data's range the achieved return saturates but above the data's "
-            "best return (same measurement as 000:1243)")],
+        "target) but above R_max: the DT extrapolates part of the way before it saturates")],
+    audit="""Issue 31 review: sound; 000:1549 (the theorem table) restates 000:1243, so the two
+    records are merged into one (also=1549): one distinct error. The check, thresholds and
+    verdict are unchanged (version 2). One toy environment (a 1-D runner) carries it, as the
+    review notes.""",
 )
 def check_dt_return_reachability(ctx: Context) -> Evidence:
     sweep = over_seeds(ctx, _reachability_values)

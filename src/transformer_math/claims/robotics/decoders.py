@@ -13,7 +13,6 @@ from transformer_math.claims.registry import (
     Context,
     Evidence,
     Figure,
-    Refutation,
     Series,
     claim,
     decide,
@@ -97,12 +96,29 @@ def _common_margins(sweep, what: str) -> list:
     ]
 
 
-_TOLERANCE = (f"bimodal: 100 rollouts per policy, two-proportion z >= {MIN_Z:g} against the MSE "
-              f"chunk MLP, rarer side >= {MIN_MINORITY:g} of the rollouts that pass (the "
-              f"demonstrations: ~1/2), goal reached in >= {MIN_SUCCESS:g}; point mass: mean "
-              f"tracking error <= {MAX_TRACKING_RATIO:g} x the noisy expert's on the same paths; "
-              "worst seed. Thresholds set in issue 20 from the default-size run of seed 0 "
-              "(version 1).")
+def _tolerance(n: int) -> str:
+    return (f"bimodal: {n} rollouts per policy, two-proportion z >= {MIN_Z:g} against the MSE "
+            f"chunk MLP (sampling error: one-sided p < 0.0014), rarer side >= {MIN_MINORITY:g} "
+            "of the rollouts that pass (the demonstrations: ~1/2; a collapsed decoder: ~0), "
+            f"goal reached in >= {MIN_SUCCESS:g}; point mass: mean tracking error <= "
+            f"{MAX_TRACKING_RATIO:g} x the noisy expert's on the same paths; worst seed. The "
+            "z threshold is a sampling-error bound; the 0.2, 0.5 and 2x were set in issue 20 "
+            "with the default-size run of seed 0 in view (version 1) and are stated "
+            "tolerances, not derived from a null model (see audit).")
+
+
+#: Issue 31 review (diffusion/flow-matching: 'thresholds from one default-size seed'): the
+#: provenance of each threshold, written once for the decoder claims
+THRESHOLD_AUDIT = """Thresholds: z >= 3 is a sampling-error bound (two-proportion test of
+    the collision rates over the config's test rollouts, one-sided p < 0.0014), derived. The
+    rarer-side share >= 0.2 (demonstrations ~0.5, a collapsed decoder ~0; with ~100 passing
+    rollouts the binomial standard error near 0.5 is 0.05, so 0.2 is 6 standard errors below
+    the demonstrations and a decoder that takes the rarer side in one rollout of ten fails it),
+    the goal reached in >= 50 % (a majority) and tracking within 2x the noisy expert are stated
+    tolerances chosen in issue 20 with the default-size run of seed 0 in view, not derived from
+    a null model before looking; this is said here rather than re-tuned (they were not moved
+    after a failure). Tiny runs one seed in CI; the verdict is decided on the worst of the
+    seeds run."""
 
 
 def _decoder_evidence(sweep, name: str, what: str, note: str) -> Evidence:
@@ -117,7 +133,7 @@ def _decoder_evidence(sweep, name: str, what: str, note: str) -> Evidence:
                    "collisions than the MSE mean, both sides used",
                    "tracking": f"within {MAX_TRACKING_RATIO:g}x the demonstrator's error"},
         measured=_measured(sweep),
-        tolerance=_TOLERANCE,
+        tolerance=_tolerance(res.config.num_test),
         verdict=decide(margins),
         notes=[note, f"first seed: training {res.train_seconds}, run {res.seconds:.1f} s"],
         margins=margins,
@@ -143,6 +159,8 @@ def _decoder_evidence(sweep, name: str, what: str, note: str) -> Evidence:
     falsifier="nn.adaln-condition-ignored",
     expected="verified",
     version=1,
+    kind="measurement",
+    audit="Issue 31 review (m, b): " + THRESHOLD_AUDIT,
     seed_refs=[TABLE, ("000", 1313, 1313)],
 )
 def check_diffusion_decoder(ctx: Context) -> Evidence:
@@ -171,6 +189,8 @@ def check_diffusion_decoder(ctx: Context) -> Evidence:
     falsifier="robotics.flow-target-reversed",
     expected="verified",
     version=1,
+    kind="measurement",
+    audit="Issue 31 review (m, b): " + THRESHOLD_AUDIT,
     seed_refs=[TABLE, ("000", 1313, 1313)],
 )
 def check_flow_matching_decoder(ctx: Context) -> Evidence:
@@ -196,43 +216,40 @@ def _ar_values(ctx: Context) -> tuple[dict[str, float], DecoderResult]:
     "et al. 2023 (RT-2); Kim et al. 2024 (OpenVLA)",
     statement="A 256-bin autoregressive action head (one token per action dimension and step, "
     "bins between the 1st and 99th percentiles, a causal Transformer after the state token), "
-    "sampled at temperature 1, keeps both modes of the bimodal obstacle task: collisions below "
-    "the MSE chunk regressor's with z >= 3, each side >= 20 % of the passing rollouts, the goal "
-    "reached in >= 50 %. On every seed. The seed's 'weak multimodality (prone to mode collapse)' "
-    "is refuted on this task. Its point-mass tracking error (sampled and greedy) is measured and "
-    "reported, not decided.",
+    "sampled at temperature 1, keeps both modes of the 2-D bimodal obstacle task: collisions "
+    "below the MSE chunk regressor's with z >= 3, each side >= 20 % of the passing rollouts, "
+    "the goal reached in >= 50 %. On every seed. Its point-mass tracking error (sampled and "
+    "greedy) is measured and reported, not decided. This toy does not decide the seed's "
+    "'weak multimodality (prone to mode collapse)', a statement about training at VLA scale.",
     statement_zh="256 档自回归动作头（每个动作维度、每一步一个 token，分档区间取第 1 到第 99 "
     "百分位，状态 token 之后接因果 Transformer）以温度 1 "
-    "采样时保留双峰避障任务的两个峰：碰撞低于 MSE 动作块回归器（z >= 3），两侧各占通过轨迹 >= 20 "
-    "%，>= 50 % 到达目标。在每个种子上都成立。种子文本所说的“多峰能力弱（易 mode collapse）”在此"
-    "任务上被否定。它在点质量任务上的跟踪误差（采样与贪心解码）只测量并报告，不参与判定。",
+    "采样时保留二维双峰避障任务的两个峰：碰撞低于 MSE 动作块回归器（z >= 3），两侧各占通过轨迹 "
+    ">= 20 %，>= 50 % 到达目标。在每个种子上都成立。它在点质量任务上的跟踪误差（采样与贪心解码）"
+    "只测量并报告，不参与判定。这个玩具任务不能判定种子文本所说的“多峰能力弱（易 mode "
+    "collapse）”，那是关于 VLA 规模训练的陈述。",
     tier="full",
     falsifier="robotics.ar-labels-unshifted",
-    expected="refuted",
-    version=1,
+    expected="verified",
+    version=2,
+    kind="measurement",
     seed_refs=[TABLE, ("000", 1312, 1312)],
-    refutes=[Refutation(
-        seed="000", line=1305,
-        says="autoregressive 256-bin decoding: multimodality weak (prone to mode collapse)",
-        correct="sampled at temperature 1, the binned autoregressive head keeps both modes of "
-        "the bimodal obstacle task as well as diffusion and flow matching do (each side well "
-        "above 20 % of the rollouts, collisions far below the MSE regressor's); greedy (argmax) "
-        "decoding is deterministic per state, so its side follows the start position instead "
-        "of a draw")],
+    audit="""Issue 31 review (P, c, b): agreed, the refutation of 000:1305/1312 is dropped. The
+    seed says that in practice, at VLA scale (RT-2, OpenVLA), the binned autoregressive
+    factorisation is prone to collapse onto one mode in its early dimensions; one 2-D bimodal
+    toy sampled at temperature 1 cannot refute a statement about that regime (and the seed
+    itself concedes that the discrete distribution can represent several modes). Version 2 is
+    verified of what it measures (both modes kept on the toy). """ + THRESHOLD_AUDIT,
 )
 def check_ar_bins_decoder(ctx: Context) -> Evidence:
     sweep = over_seeds(ctx, _ar_values)
     res = sweep.runs[0]
     margins = _common_margins(sweep, "binned AR (sampled)")
-    seed_margins = [sweep.at_most("minority_side", MIN_MINORITY,
-                                  "seed: the binned AR head collapses to one mode (rarer side "
-                                  f"< {MIN_MINORITY:g})")]
     return Evidence(
-        predicted={"seed (000:1305)": "weak multimodality, prone to mode collapse",
-                   "measured claim": "sampled at temperature 1: both modes kept"},
+        predicted={"sampled at temperature 1": "both modes kept (not a test of 000:1305 at "
+                   "VLA scale)"},
         measured=_measured(sweep),
-        tolerance=_TOLERANCE,
-        verdict=decide(margins, seed_margins),
+        tolerance=_tolerance(res.config.num_test),
+        verdict=decide(margins),
         notes=["Point-mass tracking is reported, not decided (tracking_ratio sampled, "
                "greedy_tracking_ratio argmax, both / the expert's error): issue 20 measured at "
                "seed 0 greedy 1.7x and sampled 6.8x the expert at the default size (100 "
@@ -241,7 +258,6 @@ def check_ar_bins_decoder(ctx: Context) -> Evidence:
                "the continuous heads, which track within 1x at both sizes.",
                f"first seed: training {res.train_seconds}, run {res.seconds:.1f} s"],
         margins=margins,
-        seed_margins=seed_margins,
         per_seed=sweep.to_json(),
         figures=[_paths_figure(res, ("mse", "ar_bins", "ar_greedy"))],
     )
@@ -283,28 +299,30 @@ def _steps_figure(res: DecoderResult) -> list[Figure]:
 @claim(
     "robotics.decoder-steps",
     source=f"{SOURCE} decoding table (推理延迟 O(K T_head), diffusion K ~ 50, flow K ~ 10)",
-    statement="The cost of an iterative decoder is K forwards of its head: the matrix-product "
-    "FLOPs counted per chunk equal K times those of K = 1 (both decoders, every K). Quality "
-    "needs the iteration: with K = 1 diffusion and flow matching each collide in >= 30 % of the "
-    "bimodal rollouts, with K = 10 in <= 15 %. DDIM at K = 10 is as good as at K = 50 "
-    "(collisions not higher by 3 standard errors): the seed's 'K ~ 50' for diffusion is not "
-    "needed here. On every seed.",
-    statement_zh="迭代解码器的代价是其头部的 K 次前向：每个动作块统计到的矩阵乘 FLOPs 恰为 K "
-    "= 1 时的 K 倍（两种解码器、每个 K）。质量需要迭代：K = 1 时扩散与流匹配在双峰任务中各有 >= "
-    "30 % 的轨迹碰撞，K = 10 时 <= 15 %。DDIM 在 K = 10 时与 K = 50 一样好（碰撞率不高出 3 个标准"
-    "误）：种子文本中扩散所需的“K ~ 50”在此并不需要。在每个种子上都成立。",
+    statement="The cost of an iterative decoder is K forwards of its head (the seed's "
+    "O(K T_head)): the matrix-product FLOPs counted per chunk equal K times those of K = 1 "
+    "(both decoders, every K). Quality needs the iteration: with K = 1 diffusion and flow "
+    "matching each collide in >= 30 % of the bimodal rollouts, with K = 10 in <= 15 %; on this "
+    "toy DDIM at K = 10 collides no more than at K = 50 (not higher by 3 standard errors). On "
+    "every seed.",
+    statement_zh="迭代解码器的代价是其头部的 K 次前向（种子文本中的 O(K T_head)）：每个动作块"
+    "统计到的矩阵乘 FLOPs 恰为 K = 1 时的 K 倍（两种解码器、每个 K）。质量需要迭代：K = 1 时扩散"
+    "与流匹配在双峰任务中各有 >= 30 % 的轨迹碰撞，K = 10 时 <= 15 %；在这个玩具任务上，DDIM 在 "
+    "K = 10 时的碰撞率不高于 K = 50 时（不高出 3 个标准误）。在每个种子上都成立。",
     tier="full",
     falsifier="robotics.ddim-timesteps-truncated",
-    expected="refuted",
-    version=1,
+    expected="verified",
+    version=2,
+    kind="measurement",
     seed_refs=[TABLE, ("000", 1313, 1313)],
-    refutes=[Refutation(
-        seed="000", line=1306,
-        says="diffusion decoding needs K ~ 50 denoising steps (flow matching K ~ 10)",
-        correct="with DDIM sampling (as Diffusion Policy deploys it) K = 10 steps reach the "
-        "collision rate of K = 50 on the bimodal task; latency is exactly linear in K (K "
-        "forwards), so the 5x gap the table implies between diffusion and flow matching is "
-        "not a property of diffusion")],
+    audit="""Issue 31 review (P, c; section 4 item 1: 'typical K read as a requirement'): agreed,
+    the refutation of 000:1306 is dropped. 'K ~ 50' in the seed's table is a typical value
+    (Diffusion Policy's DDPM setting), not a claim that fewer steps fail; 'K = 10 suffices on
+    this toy' does not contradict it. The K = 10 vs K = 50 comparison stays as a measured margin
+    (z <= 3, a sampling-error bound), no longer a seed margin. The FLOP count (exact) is the
+    seed's O(K T_head). The collision thresholds at K = 1 (>= 0.3) and K = 10 (<= 0.15) were set
+    in issue 20 with the default-size run of seed 0 in view: stated, not derived from a null
+    model; not moved since. Version 2.""",
 )
 def check_decoder_steps(ctx: Context) -> Evidence:
     sweep = over_seeds(ctx, _steps_values)
@@ -320,22 +338,21 @@ def check_decoder_steps(ctx: Context) -> Evidence:
             sweep.at_most(f"{short}_collision_k{k0}", MAX_COLLISION_AT_K,
                           f"{what}: collision rate at K = {k0}"),
         ]
-    seed_margins = [sweep.at_least("diffusion_z_k10_vs_k50", 3.0,
-                                   f"seed: DDIM at K = {k0} collides more than at K = 50 "
-                                   "(z >= 3)")]
+    margins.append(sweep.at_most("diffusion_z_k10_vs_k50", MIN_Z,
+                                 f"DDIM: z of (collisions at K = {k0} - at K = 50)"))
     return Evidence(
         predicted={"cost": "FLOPs(K) = K FLOPs(1) (O(K T_head))",
                    "quality": f"K = 1 not enough (>= {MIN_COLLISION_ONE_STEP:g} collide), "
                    f"K = {k0} enough (<= {MAX_COLLISION_AT_K:g})",
-                   "seed (000:1306)": "diffusion needs K ~ 50"},
+                   f"DDIM K = {k0} vs K = 50": "not worse by 3 standard errors"},
         measured=_measured(sweep),
-        tolerance="FLOPs: exact up to 1e-9 (the same forward K times); collisions: 100 "
-        "rollouts per K; worst seed. Wall-clock per chunk (batch 1, this CPU) is reported, not "
-        "decided on. Thresholds set in issue 20 from the default-size run of seed 0 (v1).",
-        verdict=decide(margins, seed_margins),
+        tolerance="FLOPs: exact up to 1e-9 (the same forward K times); collisions: "
+        f"{res.config.num_test} rollouts per K, K = 10 vs 50 within z <= 3; worst seed. "
+        "Wall-clock per chunk (batch 1, this CPU) is reported, not decided on. The collision "
+        "thresholds were set in issue 20 with the default-size run of seed 0 in view (v1).",
+        verdict=decide(margins),
         notes=[f"first seed: run {res.seconds:.1f} s"],
         margins=margins,
-        seed_margins=seed_margins,
         per_seed=sweep.to_json(),
         figures=_steps_figure(res),
     )

@@ -56,9 +56,15 @@ FIT_TOL = 1e-6
     falsifier="robotics.rwr-tilt-ignores-data",
     expected="refuted",
     version=1,
+    kind="code-audit",
     seed_refs=[("000", 1224, 1228)],
     refutes=[Refutation(
         seed="000", line=1226,
+        quote=r"\mathbb{E}_{\tau}\big[\log p_\theta(a_t\mid \hat R_t, s_t,\dots)\big]\ "
+        r"\propto\ \mathbb{E}\big[\exp(R/\tau)\log\pi_\theta(a\mid s)\big]",
+        reading="'∝' as the seed uses it to conclude that the two trainings are equivalent: "
+        "the ratio of the two objectives is one constant for every model theta (to rounding, "
+        "1e-6), tested on the fitted DT and four random models",
         says="when R-hat is sampled in proportion to exp(R / tau), the DT's expected loss "
         "E_tau[log p_theta(a_t | R_t, s_t, ...)] is proportional to the RWR objective "
         "E[exp(R / tau) log pi_theta(a | s)]",
@@ -67,6 +73,12 @@ FIT_TOL = 1e-6
         "training data by exp(R / tau) does not change the DT's optimum D(a | s, R); the DT "
         "equals RWR as an executed policy when R-hat is drawn at inference from "
         "D(R | s) exp(R / tau) / Z (sum_R D(a | s, R) q(R | s) = pi_RWR, Bayes' rule)")],
+    audit="""Issue 31 review (m, d1): the literal '∝' of 000:1226 fails, as the review agrees;
+    every computation here (the tabular fits, the objectives) and the falsifier
+    robotics.rwr-tilt-ignores-data live in theory/return_conditioning, which only claims use.
+    Reclassified: kind code-audit (the seed's derivation recomputed exactly on a discrete data
+    set), not a measurement of library code; the falsifier stays a check of this computation,
+    not of the engine. Check, thresholds and verdict unchanged (version 1).""",
 )
 def check_dt_rwr_equivalence(ctx: Context) -> Evidence:
     joint = random_joint(NUM_STATES, NUM_ACTIONS, RETURNS, ctx.generator(5))

@@ -105,6 +105,8 @@ CORRECTIONS = (
     tier="quick",
     expected="cited",
     version=1,
+    kind="cited",
+    audit="""Issue 31 review: sound; no change (cited, 9 corrections with primary sources).""",
     seed_refs=[("000", 903, 903), ("000", 1180, 1180), ("000", 1251, 1251),
                ("000", 1261, 1265), ("000", 1300, 1300), ("000", 1318, 1318),
                ("000", 1324, 1324)],

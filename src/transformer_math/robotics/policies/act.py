@@ -19,8 +19,8 @@ with z of dimension 32 and beta = 10 (ACT's defaults).
 ``use_latent=False`` trains the decoder with z = 0 and no KL: a deterministic chunk regressor;
 with ``reconstruction_loss="mse"`` it regresses the conditional MEAN. ACT itself uses L1.
 Planted bug ``robotics.act-latent-dropped`` (:mod:`transformer_math.bugs`): the decoder's memory
-token of z is built from zeros (the falsifier of ``robotics.multimodal-actions``, killed by the
-quick ``robotics.act-cvae``).
+token of z is built from zeros (the falsifier of ``robotics.multimodal-actions``, killed in
+seconds by ``tests/robotics/test_mechanics_checks.py``).
 The three stacks are presets of the project's one ``TransformerConfig`` (:func:`act_trunks`):
 pre-LN, GELU MLP of width 4 d, final LayerNorm, inputs already ``dim`` wide (``inputs_embeds``),
 no head (``output_size=0``), bidirectional (``causal=False``); the decoder adds
@@ -55,6 +55,8 @@ ACT_LATENT_DROPPED = declare_bug(
     "ACT's decoder never sees the CVAE latent: the memory token of z is built from zeros, so "
     "the decoder is a deterministic chunk regressor (in training and at inference)",
     module=__name__,
+    test="tests/robotics/test_mechanics_checks.py::"
+    "test_act_loss_is_l1_plus_beta_kl_and_inference_decodes_z_zero",
     seen_in="a latent token left out of the decoder's memory (or z detached to zeros) trains "
     "without error: the KL term then drives q(z | s, A) to the prior and nothing complains")
 
@@ -63,6 +65,8 @@ ACT_ZERO_LATENT_SAMPLED = declare_bug(
     "ACT's inference with latent_sampling='zero' draws z ~ N(0, I) instead of z = 0: the deployed "
     "policy becomes stochastic (randn where zeros were meant)",
     module=__name__,
+    test="tests/robotics/test_mechanics_checks.py::"
+    "test_act_loss_is_l1_plus_beta_kl_and_inference_decodes_z_zero",
     seen_in="randn_like written for zeros_like; ACT (Zhao et al. 2023) and LeRobot decode with "
     "z = 0 at inference")
 

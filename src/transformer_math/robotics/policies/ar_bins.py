@@ -46,8 +46,18 @@ AR_LABELS_UNSHIFTED = declare_bug(
     "the binned-action model is trained with the labels not shifted: the output at token b_i "
     "is scored against b_i itself, so it learns to copy its input and decodes garbage",
     module=__name__,
+    test="tests/robotics/test_mechanics_checks.py::"
+    "test_binned_ar_loss_never_reads_the_last_token",
     seen_in="the classic next-token off-by-one (logits[:, :-1] vs labels[:, 1:] forgotten); "
     "HF models shift inside the loss, hand-written loops often do not")
+
+AR_EXTRA_FORWARD = declare_bug(
+    "robotics.ar-extra-forward",
+    "the binned decoder feeds the last sampled token back through the trunk as well: k A + 1 "
+    "sequential forwards per chunk instead of k A (one wasted step of latency, same actions)",
+    module=__name__,
+    seen_in="a decode loop that always runs the next-token forward after sampling (no guard "
+    "for the last token); the output is unchanged, so only a step count or a timer sees it")
 
 SAMPLING = ("sample", "greedy")
 BIN_QUANTILES = (0.01, 0.99)
@@ -187,7 +197,7 @@ class ARBinsPolicy(ChunkPolicy):
         for i in range(n):
             token = self._choose(logits)
             ids.append(token)
-            if i + 1 < n:
+            if i + 1 < n or planted(AR_EXTRA_FORWARD):
                 logits = self.trunk(inputs_embeds=self.token_embed(token)[:, None],
                                     caches=caches)[:, -1]
         return torch.stack(ids, dim=1)

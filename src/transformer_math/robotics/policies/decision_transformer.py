@@ -45,6 +45,8 @@ RTG_NOT_DECREMENTED = declare_bug(
     "Decision Transformer rollout: the return-to-go is never reduced by the collected rewards "
     "(R_{t+1} = R_t instead of R_t - r_t)",
     module=__name__,
+    test="tests/robotics/test_mechanics_checks.py::"
+    "test_return_to_go_is_the_suffix_sum_and_the_rollout_decrements_it",
     seen_in="Chen et al. 2021 decrement R_{t+1} = R_t - r_t at evaluation; dropping that line "
     "leaves a rollout that still runs and conditions every step on the initial target")
 DT_NONCAUSAL = declare_bug(

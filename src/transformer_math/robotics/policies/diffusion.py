@@ -53,6 +53,8 @@ DDIM_TIMESTEPS_TRUNCATED = declare_bug(
     "of K steps spread from T-1 to 0: for K < T the sampler stops while the sample is mostly "
     "noise (its last step returns the high-noise estimate of A0)",
     module=__name__,
+    test="tests/robotics/test_mechanics_checks.py::"
+    "test_ddim_with_the_exact_two_mode_a0_lands_on_the_modes",
     seen_in="arange(T - 1, T - 1 - K, -1) for a strided schedule; schedulers differ in "
     "'leading', 'trailing' and 'linspace' spacing (diffusers' timestep_spacing)")
 

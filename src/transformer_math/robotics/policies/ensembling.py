@@ -36,6 +36,8 @@ ENSEMBLE_WEIGHTS_REVERSED = declare_bug(
     "ACT temporal ensembling weighs the NEWEST prediction most (w = exp(-m * age)) instead of "
     "the oldest (w_i = exp(-m i), i = 0 the oldest)",
     module=__name__,
+    test="tests/robotics/test_mechanics_checks.py::"
+    "test_act_ensembler_is_the_oldest_first_weighted_mean",
     seen_in="the order of ACT's weights is easy to flip: the seed (000 line 1269) and several "
     "re-implementations index the predictions by age, Zhao et al.'s code by arrival")
 CHUNK_INDEX_FROZEN = declare_bug(
@@ -43,6 +45,8 @@ CHUNK_INDEX_FROZEN = declare_bug(
     "the receding-horizon queue never advances inside a chunk: it executes the chunk's first "
     "action a_{s|s} for all T_a steps",
     module=__name__,
+    test="tests/robotics/test_mechanics_checks.py::"
+    "test_receding_horizon_executes_the_chunk_and_requeries_every_t_a_steps",
     seen_in="an action-queue read at a fixed index (queue[0] without popping), a classic slip "
     "of hand-written chunk executors")
 CHUNK_REQUERY_EVERY_STEP = declare_bug(
@@ -50,6 +54,8 @@ CHUNK_REQUERY_EVERY_STEP = declare_bug(
     "the receding-horizon queue re-queries the policy at every step and executes only the "
     "first action, whatever n_action_steps (open-loop chunks silently become replanning)",
     module=__name__,
+    test="tests/robotics/test_mechanics_checks.py::"
+    "test_receding_horizon_executes_the_chunk_and_requeries_every_t_a_steps",
     seen_in="a queue that is refilled when empty but cleared by reset() every step; LeRobot "
     "reports n_action_steps mismatches between training and deployment")
 

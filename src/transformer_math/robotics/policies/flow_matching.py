@@ -40,6 +40,8 @@ FLOW_TARGET_REVERSED = declare_bug(
     "from noise at tau = 0 towards tau = 1 (the rectified-flow convention): Euler steps push "
     "the sample away from the data",
     module=__name__,
+    test="tests/robotics/test_mechanics_checks.py::"
+    "test_euler_with_the_exact_velocity_returns_the_data_and_its_loss_is_zero",
     seen_in="two published time conventions for the same flow (Lipman et al. 2023 / Liu et al. "
     "2023 vs pi0, Black et al. 2024); code ported from one into a sampler written for the other")
 
