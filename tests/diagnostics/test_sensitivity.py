@@ -35,14 +35,16 @@ def test_bounded_layer_sensitivity_decays_like_one_over_n_and_respects_the_bound
     assert all(s <= layer.hahn_bound(n + 1) for s, n in zip(sens, ns, strict=True))
 
 
-def test_planted_unnormalised_attention_does_not_decay():
+def test_attention_normalised_over_the_wrong_axis_does_not_decay():
+    """The probe runs the library's attention: its softmax over the (single) query axis leaves
+    e^{s_j} unnormalised, and one symbol's influence no longer decays with n."""
     layer = BoundedAttentionLayer(8, torch.Generator().manual_seed(0))
 
     def sens(n: int) -> float:
         return single_flip_sensitivity(layer, n, 16, torch.Generator().manual_seed(1))
 
     assert sens(256) < 0.25 * sens(16)  # the correct layer: ~1/n (16x fewer at 16x the length)
-    with plant("computation.attention-unnormalised"):
+    with plant("attention.softmax-wrong-axis"):
         a, b = sens(16), sens(256)
     assert b == pytest.approx(a, rel=0.5)
 

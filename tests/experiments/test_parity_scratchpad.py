@@ -22,10 +22,12 @@ def test_parity_scratchpad_tiny_runs():
 
 
 def test_model_configs_are_causal_presets_with_relative_positions():
+    """Issue 31: every arm is the same model (the same sliding-window attention)."""
     cfg = ps.ParityScratchpadConfig.tiny(seed=0)
     direct, pad = ps.model_config(cfg, "none"), ps.model_config(cfg, "running_parity")
     assert direct.causal and pad.causal
-    assert (direct.position, pad.position) == ("relative", "local_relative")
+    assert direct == pad
+    assert direct.position == "local_relative"
     assert direct.relative_window == pad.relative_window == cfg.window
     assert direct.hidden_size == cfg.embed_dim and direct.num_layers == cfg.num_layers
 
@@ -111,6 +113,31 @@ def test_an_arm_is_reused_only_when_the_config_matches(monkeypatch):
     assert len(trained) == 7
 
 
+def test_receptive_field_covers_the_training_strings_at_default_size():
+    for preset in (ps.ParityScratchpadConfig.default, ps.ParityScratchpadConfig.large):
+        cfg = preset(seed=0)
+        assert cfg.receptive_field() >= cfg.train_max_len
+        assert {cfg.train_max_len, 2 * cfg.train_max_len, 4 * cfg.train_max_len} <= set(
+            cfg.test_lengths)
+    tiny = ps.ParityScratchpadConfig.tiny(seed=0)
+    assert tiny.receptive_field() < tiny.train_max_len
+    assert {4, 8, 16} <= set(tiny.test_lengths)
+
+
 def test_config_validation():
     with pytest.raises(ValueError, match="test length"):
         ps.ParityScratchpadConfig(test_lengths=())
+
+
+def test_loss_mask_shifted_bug_leaves_the_scratchpad_untrained():
+    """experiments.parity-loss-mask-shifted (the falsifier of computation.parity): the loss falls
+    on the token after each generated one, so the running-parity arm does not learn even at the
+    training length; the clean loop learns it (tiny preset, seed 0)."""
+    from transformer_math.bugs import plant
+
+    cfg = ps.ParityScratchpadConfig.tiny(seed=0)
+    cfg = ps.ParityScratchpadConfig(**{**cfg.__dict__, "test_lengths": (cfg.train_max_len,)})
+    clean = ps.run_arm(cfg, "running_parity").accuracy_by_length[cfg.train_max_len]
+    with plant("experiments.parity-loss-mask-shifted"):
+        bugged = ps.run_arm(cfg, "running_parity").accuracy_by_length[cfg.train_max_len]
+    assert clean >= 0.9 and bugged < 0.9, (clean, bugged)

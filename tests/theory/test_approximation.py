@@ -77,3 +77,16 @@ def test_rate_calculators_refuse_results_outside_the_float_range() -> None:
         accuracy_for_neurons(10**400, 1, 1)
     assert round(neurons_for_accuracy(0.1, 10, 2)) == 100000  # unchanged
     assert accuracy_for_neurons(1e5, 10, 2) == pytest.approx(0.1)
+
+
+def test_piecewise_cubic_interpolant_is_exact_on_cubics_and_has_order_four():
+    from transformer_math.theory.approximation import piecewise_cubic_interpolant_1d
+
+    x = torch.linspace(-1, 1, 1001, dtype=torch.float64)
+    cubic = lambda t: 2 * t**3 - t**2 + 0.5 * t - 3  # noqa: E731
+    assert float((piecewise_cubic_interpolant_1d(cubic, 9)(x) - cubic(x)).abs().max()) < 1e-12
+    errs = [float((piecewise_cubic_interpolant_1d(torch.sin, n)(x) - torch.sin(x)).abs().max())
+            for n in (12, 24)]
+    assert 12 < errs[0] / errs[1] < 20  # h^4: 16x smaller at half the spacing
+    with pytest.raises(ValueError, match="multiple of 3"):
+        piecewise_cubic_interpolant_1d(torch.sin, 10)

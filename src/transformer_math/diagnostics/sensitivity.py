@@ -12,8 +12,9 @@ compute it for all n. The measurement here reads the layer's output at a fixed q
 position as a cross-attention row, i.e. exactly the row of self-attention at that position,
 through the project's MultiHeadAttention (``reference`` backend: the project's own softmax).
 
-Planted bug ``computation.attention-unnormalised``: the layer's weights e^{s_j} are not divided
-by their sum (softmax without its normaliser), so one symbol's influence does not decay with N.
+The layer is the project's attention itself (no variant of it lives here, issue 31): a bug in the
+attention's normalisation (e.g. ``attention.softmax-wrong-axis``, which for the single BOS query
+leaves the weights e^{s_j} unnormalised) makes one symbol's influence O(1) instead of O(1/N).
 """
 
 from __future__ import annotations
@@ -23,17 +24,8 @@ import math
 import torch
 from torch import Tensor
 
-from transformer_math.bugs import declare_bug, planted
-from transformer_math.functional.attention import attention_logits
 from transformer_math.nn.attention import MultiHeadAttention
 from transformer_math.nn.init import no_init_draws
-
-UNNORMALISED = declare_bug(
-    "computation.attention-unnormalised",
-    "the bounded attention layer of the sensitivity probe uses weights e^{s_j} without dividing "
-    "by their sum (softmax without its normaliser): one symbol's influence stays O(1)",
-    module=__name__,
-    seen_in="the 'linear attention without its normaliser' class of the zoo (issue 14)")
 
 
 class BoundedAttentionLayer:
@@ -69,14 +61,7 @@ class BoundedAttentionLayer:
     def output(self, symbols: Tensor) -> Tensor:
         """The layer's output at the BOS position, shape (B, d)."""
         x = self.embed(symbols)  # (B, N, d), N = n + 1 keys
-        query = x[:, :1]
-        if not planted(UNNORMALISED):
-            return self.attn(query, x)[:, 0]
-        # planted bug: falsifier of computation.hahn-sensitivity
-        q, k, v = self.attn.project_qkv(query, x, x)  # (B, 1, 1|N, d)
-        weights = attention_logits(q, k, 1.0 / math.sqrt(self.attn.head_dim)).exp()
-        merged = (weights @ v)[:, 0]  # (B, 1, d): unnormalised sum
-        return self.attn.out_proj(merged)[:, 0]
+        return self.attn(x[:, :1], x)[:, 0]
 
     @torch.no_grad()
     def hahn_bound(self, num_keys: int) -> float:

@@ -24,7 +24,6 @@ def test_registered_with_planted_bugs() -> None:
         "expressivity.approximation-rate", "expressivity.component-ablation",
         "expressivity.contextual-mapping", "expressivity.depth-separation",
         "expressivity.ffn-lookup",
-        "expressivity.ffn-only-tokenwise",
         "expressivity.no-position-equivariant", "expressivity.no-position-fit"}
     for c in EXPRESSIVITY:
         assert isinstance(c.falsifier, Falsifier) and c.expected is not None and c.seed_refs

@@ -115,6 +115,8 @@ PRECISION_CORRECTIONS = [
     precision, O(1) layers and d <= O(n) are in DLOGTIME-uniform TC^0.""",
     tier="quick",
     expected="cited",
+    kind="cited",
+    audit="""Issue 31 review: sound (cited, with 9 corrections); no change.""",
     seed_refs=[("000", 819, 838), ("000", 846, 856), ("000", 874, 887), ("004", 575, 619)],
     corrections=PRECISION_CORRECTIONS,
 )
@@ -180,9 +182,20 @@ _AUDIT = [
     falsifier="computation.threshold-constant-signs",
     expected="refuted",
     version=2,
+    kind="construction",
+    audit="""Issue 31 review (m, d1: the circuit and its bug live in theory/threshold_circuits,
+    used only by claims): agreed that this is a construction, not a measurement of the engine;
+    declared kind construction. The refutation of 000:837 stands (the review reads it V): a
+    constant-depth, polynomial-size threshold circuit family computing PARITY exactly is what
+    'PARITY in TC^0' means, and it is evaluated exhaustively (0 errors; the seed margin needs
+    >= 1). The 004 items are citations and take no part in the verdict.""",
     seed_refs=[("000", 837, 838), ("004", 575, 606)],
     refutes=[Refutation(
         seed="000", line=837,
+        quote="不属于 \\(\\mathrm{TC}^0\\)（经典电路复杂度结果："
+        "PARITY 需要的电路深度随输入长度增长",
+        reading="PARITY has no constant-depth polynomial-size threshold circuit family: a depth-2 "
+        "family with n + 1 gates must err on some input",
         says="PARITY is not in TC^0 (its circuit depth grows with n)",
         correct="PARITY is in TC^0: a depth-2 threshold circuit with n + 1 gates computes it "
                 "exactly (it is not in AC^0)")],

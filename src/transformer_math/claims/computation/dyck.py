@@ -69,9 +69,20 @@ def _long_strings(n: int, gen: torch.Generator) -> torch.Tensor:
     falsifier="computation.dyck-prefix-not-causal",
     expected="refuted",
     version=1,
+    kind="construction",
+    audit="""Issue 31 review (m, d1: the falsifier is the first layer's causal mask inside the
+    claim's own construction, theory/dyck_recognition): agreed that this is a construction (a
+    hand-built 2-layer soft-attention network and a threshold circuit show Dyck-1 is
+    recognisable at constant depth), declared so; the review reads the refutation of 000:838 as
+    fair (V). The attention layers are the project's MultiHeadAttention, but the verdict is
+    about the construction, not about the engine.""",
     seed_refs=[("000", 838, 838)],
     refutes=[Refutation(
         seed="000", line=838,
+        quote="深层嵌套的 Dyck 语言识别需要类似栈的计数，超出固定深度 Transformer 的能力"
+        "（有限精度下计数器会溢出/混淆）",
+        reading="no fixed-depth construction recognises Dyck-1 at every nesting depth: the "
+        "depth-2 construction must err on some string at the longest length",
         says="recognising deeply nested Dyck languages needs stack-like counting, beyond a "
         "fixed-depth Transformer (the counter overflows / gets confused at finite precision)",
         correct="Dyck-1 is in TC^0 (depth-2 threshold circuit) and two soft-attention layers "

@@ -53,9 +53,18 @@ def _project_rope_matrix(m: int, inv_freq: torch.Tensor) -> torch.Tensor:
     falsifier="computation.rope-block-transposed",
     expected="refuted",
     version=1,
+    kind="code-audit",
+    audit="""Issue 31 review (m, d1: falsifier in theory/rope_circuit, claims only): the claim
+    is a code audit of the seed's own pseudo-code (004:628-637, transcribed and run for its
+    shape) beside RoFormer's block matrix, which is compared with the project's RoPE
+    (functional.rope); declared kind code-audit. The falsifier stays in the reference
+    construction (allowed for a code audit); the refutation is the seed's code returning a
+    2 d_k x 2 d_k matrix, which the review reads V.""",
     seed_refs=[("004", 623, 638)],
     refutes=[Refutation(
-        seed="004", line=628,
+        seed="004", line=628, to_line=637,
+        quote="R = identity(d_k)",
+        reading="run as written, the pseudo-code returns the d_k x d_k RoPE rotation",
         says="rope_circuit: R = identity(d_k); for each plane R = block_diag(R, R_block); "
         "return R (the RoPE rotation matrix)",
         correct="R_Theta(m) = block_diag(B_0(m), ..., B_{d_k/2-1}(m)) is d_k x d_k; starting "

@@ -15,7 +15,6 @@ from transformer_math.claims.registry import (
     Figure,
     Series,
     Size,
-    at_least,
     at_most,
     claim,
     close_to,
@@ -53,11 +52,24 @@ def _sensitivity_figure(lengths: list[int], sens: list[float], bounds: list[floa
     source=f"{SEED_000_85} ('结果五', exercise 8.3.5-4); Hahn, TACL 2020",
     statement="""Flipping one input symbol changes a bounded soft-attention layer's output by
     O(1/n): the fitted log-log slope over n in 16..4096 is -1 +- 0.2, and every change stays
-    below the bound ||W_O|| 4 V e^{2B} / N; PARITY's sensitivity is 1 at every n.""",
+    below the bound ||W_O|| 4 V e^{2B} / N, whereas PARITY's sensitivity is 1 by definition.""",
+    statement_zh="""翻转一个输入符号使有界软注意力层的输出改变 O(1/n)：在 n = 16..4096 上拟合的
+    对数-对数斜率为 -1 +- 0.2，且每次改变都低于界 ||W_O|| 4 V e^{2B} / N；而 PARITY 的敏感度
+    按定义为 1。""",
     tier="quick",
-    falsifier="computation.attention-unnormalised",
+    falsifier="attention.softmax-wrong-axis",
     expected="verified",
-    version=2,
+    version=3,
+    kind="measurement",
+    audit="""Issue 31 review (d: the falsifier was an alternative branch of the probe
+    diagnostics/sensitivity.py, used only here, that recomputed attention without its
+    normaliser; PARITY's sensitivity 1 is definitional): fixed. The probe now only embeds the
+    symbols and calls the project's MultiHeadAttention (reference backend); the falsifier is
+    attention.softmax-wrong-axis in functional/attention.py (library code every model runs):
+    for the single BOS query, normalising over the query axis leaves e^{s_j} unnormalised. The
+    bug computation.attention-unnormalised is removed. PARITY's sensitivity is reported but is
+    no longer a pass condition (it is the definition). Thresholds unchanged: slope -1 +- 0.2
+    (stated before the runs, CLAIMS.md), the bound is Hahn's inequality (ratio <= 1).""",
     seed_refs=[("000", 858, 868), ("000", 891, 891)],
 )
 def check_hahn_sensitivity(ctx: Context) -> Evidence:
@@ -81,7 +93,6 @@ def check_hahn_sensitivity(ctx: Context) -> Evidence:
                  abs_=0.2),
         at_most("max over n of sensitivity / Hahn bound",
                 max(s / b for s, b in zip(sens, bounds, strict=True)), 1.0),
-        at_least("min over n of PARITY's sensitivity", min(parity_sens), 1.0),
     ]
     figure = _sensitivity_figure(lengths, sens, bounds, parity_lengths, parity_sens)
     return Evidence(
@@ -97,7 +108,11 @@ def check_hahn_sensitivity(ctx: Context) -> Evidence:
             "Tolerance +-0.2 on the slope is the one stated by CLAIMS.md; the fit's R^2 is "
             f"{fit.r2:.5f}.",
             "PARITY sensitivity = fraction of (string, position) pairs whose flip changes "
-            "PARITY, measured on 8 random strings per n.",
+            f"PARITY, on 8 random strings per n: {min(parity_sens):g} (the definition; reported, "
+            "not a pass condition).",
+            "version 3 (issue 31): falsifier = attention.softmax-wrong-axis in the library's "
+            "attention (for the one BOS query the weights are left unnormalised); the probe's "
+            "own unnormalised branch (computation.attention-unnormalised) is removed.",
             "version 2 (issue 14): the layer runs the project's reference softmax backend; "
             "falsifier = planted bug computation.attention-unnormalised in "
             "diagnostics/sensitivity.py (it was a variant selected by a keyword of the check).",

@@ -52,9 +52,19 @@ def _sort_errors(x: torch.Tensor) -> int:
     falsifier="computation.sorting-no-tie-break",
     expected="refuted",
     version=1,
+    kind="construction",
+    audit="""Issue 31 review (m, d1: falsifier in theory/sorting_circuits, claims only): agreed
+    that this is a construction (hand-built threshold circuits), declared so; the review reads
+    the refutation of 000:874 as fair (V): sorting and counting have constant-depth
+    polynomial-size threshold circuits, evaluated exhaustively on small inputs and on random
+    large ones with 0 errors (the seed margin needs >= 1).""",
     seed_refs=[("000", 874, 874), ("000", 887, 887)],
     refutes=[Refutation(
         seed="000", line=874,
+        quote="需要精确多步算法的任务（精确排序大量物体、精确解约束方程、长链逻辑推理）"
+        "——超出 \\(\\mathrm{TC}^0\\)，固定深度前向很可能出错",
+        reading="exact sorting is outside TC^0: the constant-depth polynomial-size sorting "
+        "circuit must err on some input",
         says="tasks needing exact multi-step algorithms (exactly sorting many objects, ...) are "
         "beyond TC^0, so a fixed-depth forward pass will likely fail",
         correct="sorting (and counting, multiplication) are in TC^0: constant-depth, "

@@ -62,6 +62,11 @@ def _random_shallow(m: int, g: torch.Generator, cells: int) -> torch.nn.Sequenti
     falsifier="expressivity.tent-second-slope",
     expected="verified",
     version=1,
+    kind="construction",
+    audit="""Issue 31 review (m, d1: Telgarsky's sawtooth is built by theory/sawtooth, used only
+    by claims, with the falsifier in that construction): agreed; declared kind construction
+    (a hand-built deep network shows the exponential saving is attainable; the shallow side
+    is measured on random one-hidden-layer nets). The seed is right here (000:767).""",
     seed_refs=[("000", 767, 767)],
 )
 def check_depth_separation(ctx: Context) -> Evidence:

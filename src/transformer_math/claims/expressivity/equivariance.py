@@ -70,6 +70,10 @@ def symmetry_gaps(positions: str, vocab_size: int, seed: int, models_per_kind: i
     falsifier="presets.position-dropped",
     expected="verified",
     version=1,
+    kind="measurement",
+    audit="""Issue 31 review: sound; no change (random float64 models of the project's
+    Transformer through experiments.presets; falsifier presets.position-dropped in the preset
+    builder that the experiments use).""",
     seed_refs=[("000", 263, 281), ("000", 716, 719)],
 )
 def check_no_position_equivariant(ctx: Context) -> Evidence:
@@ -144,6 +148,9 @@ def _fit_run(ctx: Context) -> tuple[dict[str, float], position_equivariance.
     falsifier="presets.position-dropped",
     expected="verified",
     version=2,
+    kind="measurement",
+    audit="""Issue 31 review: sound; no change (trained models of the project's Transformer,
+    exact evaluation on all 4^4 inputs against the exact equivariant Bayes ceiling).""",
     seed_refs=[("000", 716, 719)],
 )
 def check_no_position_fit(ctx: Context) -> Evidence:

@@ -45,6 +45,15 @@ from transformer_math.theory.relu_lookup import relu_lookup
     falsifier="expressivity.relu-lookup-bias-on-point",
     expected="verified",
     version=1,
+    kind="construction",
+    audit="""Issue 31 review (a, d1: theory.relu_lookup builds the network that interpolates the
+    N codes and the claim checks that it does; bug in the same construction): agreed that this
+    is a construction and not evidence about the engine; declared kind construction. It is
+    kept, not retired to a test, because it is the constructive half of the seed's step 3
+    (000:741: a two-layer ReLU FFN maps finitely many distinct codes to any outputs), run on
+    the codes the project's attention layer actually produces; the tautology the review names
+    is what a construction check is (the proof, executed), and the report labels it so.
+    theory.vla_design also cites it as a basis of decision point 1.""",
     seed_refs=[("000", 741, 743)],
 )
 def check_ffn_lookup(ctx: Context) -> Evidence:
