@@ -22,6 +22,22 @@ LABEL_BEFORE_INPUT = declare_bug(
     "model read at the x_i token sees its own target y_i: the prediction leaks the label",
     module=__name__,
     seen_in="an off-by-one in the prompt layout of Garg et al. 2022 style in-context regression")
+CHOLESKY_TRANSPOSED = declare_bug(
+    "data.regression-cholesky-transposed",
+    "x ~ N(0, Sigma) drawn as z L with L = cholesky(Sigma) instead of z L^T: the rows of x get "
+    "the covariance L^T L, which has Sigma's eigenvalues but not its eigenvectors (equal to "
+    "Sigma only when Sigma is diagonal)",
+    module=__name__,
+    seen_in="row-vector versus column-vector convention: x = L z for a column z is x^T = z^T "
+    "L^T for a row; dropping the transpose is the classic slip",
+    test="tests/claims/icl/test_trained_bugs.py::test_gaussian_prompts_have_covariance_sigma")
+UNIFORM_NOT_CENTRED = declare_bug(
+    "data.regression-uniform-not-centred",
+    "x ~ U(-a, a)^d drawn as a U(0, 1)^d (the 2 u - 1 dropped): the inputs have mean a/2 and "
+    "second moment (a^2/12) I + (a^2/4) 1 1^T instead of (a^2/3) I",
+    module=__name__,
+    seen_in="torch.rand is U(0, 1); forgetting to centre it is a common slip",
+    test="tests/claims/icl/test_trained_bugs.py::test_uniform_prompts_are_centred")
 
 XDistribution = Literal["gaussian", "uniform"]
 
@@ -78,13 +94,16 @@ def sample_regression(
             if sigma.shape != (dim, dim):
                 raise ValueError(f"sigma must have shape ({dim}, {dim}), got {tuple(sigma.shape)}")
             chol = torch.linalg.cholesky(sigma.to(dtype))  # raises if not positive definite
-            x = x @ chol.T
+            if planted(CHOLESKY_TRANSPOSED):  # planted bug: falsifier of icl.ahn-gamma-moment
+                chol = chol.T  # x = z L: covariance L^T L
+            x = x @ chol.T  # rows z^T L^T: covariance L L^T = Sigma
     elif x_distribution == "uniform":
         if sigma is not None:
             raise ValueError("sigma is only used with x_distribution='gaussian'")
-        x = (
-            torch.rand(batch_size, num_points, dim, generator=generator, dtype=dtype) * 2 - 1
-        ) * x_range
+        u = torch.rand(batch_size, num_points, dim, generator=generator, dtype=dtype)
+        if not planted(UNIFORM_NOT_CENTRED):  # planted bug (icl.trained-matches-gd): not centred
+            u = u * 2 - 1
+        x = u * x_range
     else:
         raise ValueError(f"x_distribution must be 'gaussian' or 'uniform', got {x_distribution!r}")
     if task_pool is None:

@@ -4,7 +4,9 @@ Sources: Olsson et al. 2022 ("In-context learning and induction heads"); the Tra
 convention (FACTS.md). Attention weights are (batch, heads, T, T) or (heads, T, T) with rows =
 queries (row-stochastic).
 
-- previous-token score of a head: mean over t >= 1 of A[t, t-1].
+- previous-token score of a head: mean over t >= 1 of A[t, t-1]; its lead: that score minus
+  the largest mean weight at any other offset t - k (positive: t - 1 is the head's most
+  attended relative position).
 - induction score on a random sequence of length L repeated twice: mean over t in [L, 2L) of
   A[t, t - L + 1], the attention from a token of the second copy to the token that FOLLOWED its
   earlier occurrence (the one an induction head copies).
@@ -14,6 +16,7 @@ queries (row-stochastic).
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor
 
 
@@ -36,6 +39,29 @@ def previous_token_score(weights: Tensor) -> Tensor:
         raise ValueError(f"need at least 2 positions, got {t}")
     diag = w.diagonal(offset=-1, dim1=-2, dim2=-1)  # (B, H, T-1): A[t, t-1]
     return diag.mean(dim=(0, 2))
+
+
+def relative_position_profile(weights: Tensor) -> Tensor:
+    """Per-head mean attention from t to t - k for every offset k = 0 .. T-1 (the mean over the
+    queries t >= k): shape (heads, T). Column 1 is the previous-token score."""
+    w = _as_batched(weights)
+    t = w.shape[-1]
+    return torch.stack([w.diagonal(offset=-k, dim1=-2, dim2=-1).mean(dim=(0, 2))
+                        for k in range(t)], dim=-1)
+
+
+def previous_token_lead(weights: Tensor) -> Tensor:
+    """Per-head margin by which the previous token is the most attended relative position:
+    profile[1] - max_{k != 1} profile[k] (``relative_position_profile``), shape (heads,).
+
+    Positive exactly when the head attends to t - 1 more, on average, than to any other offset,
+    the current token included: the definition of a previous-token head ("looks one step
+    back", Olsson et al. 2022; 000:1015). A uniform causal head (A[t, s] = 1/(t+1)) has its
+    largest mean weight at offset 0 and a negative lead.
+    """
+    profile = relative_position_profile(weights)
+    others = torch.cat([profile[:, :1], profile[:, 2:]], dim=-1)
+    return profile[:, 1] - others.max(dim=-1).values
 
 
 def induction_score(weights: Tensor, half_len: int) -> Tensor:

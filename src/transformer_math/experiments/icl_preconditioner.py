@@ -34,11 +34,22 @@ from dataclasses import dataclass
 
 import torch
 
+from transformer_math.bugs import declare_bug, planted
 from transformer_math.data.regression import sample_regression
 from transformer_math.experiments.memo import memoized
 from transformer_math.nn.init import seeded
 from transformer_math.nn.linear_self_attention import LinearSelfAttention, regression_tokens
 from transformer_math.theory.icl_construction import ahn_optimal_preconditioner
+
+TRAIN_ISOTROPIC = declare_bug(
+    "icl.precond-training-isotropic",
+    "the training batches are drawn without the covariance (sample_regression(..., sigma=...) "
+    "left out of the training loop), so the layer trains on x ~ N(0, I) while the held-out "
+    "batches use N(0, Sigma): it learns the isotropic optimum n / (n + d + 1) I",
+    module=__name__,
+    seen_in="a keyword argument passed to the evaluation's sampler and forgotten in the "
+    "training loop's",
+    test="tests/claims/icl/test_trained_bugs.py::test_preconditioner_trains_on_sigma")
 
 
 @dataclass(frozen=True)
@@ -141,8 +152,9 @@ class _Run:
         for step in range(self.step, stop):
             for group in self.opt.param_groups:
                 group["lr"] = self.lr_at(step)
-            x, y, xq, yq = sample_regression(
-                config.batch_size, n + 1, config.dim, generator=g, sigma=sigma32
+            sigma = None if planted(TRAIN_ISOTROPIC) else sigma32  # planted bug: falsifier
+            x, y, xq, yq = sample_regression(  # of icl.preconditioned-optimum
+                config.batch_size, n + 1, config.dim, generator=g, sigma=sigma
             ).split_query()
             loss = ((self.model.predict(regression_tokens(x, y, xq)) - yq) ** 2).mean()
             self.opt.zero_grad(set_to_none=True)

@@ -18,16 +18,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from transformer_math.bugs import declare_bug, planted
 from transformer_math.data.induction import repeated_random_sequence, repeated_segment_batch
 from transformer_math.diagnostics.icl_scores import (
     in_context_learning_score,
     induction_score,
+    previous_token_lead,
     previous_token_score,
 )
 from transformer_math.nn.config import TransformerConfig
@@ -35,6 +37,16 @@ from transformer_math.nn.hooks import run_with_cache, stack_layers
 from transformer_math.nn.transformer import Transformer, build_transformer
 
 PATTERNS = "layers.{}.attn.hook_pattern"
+
+LABELS_UNSHIFTED = declare_bug(
+    "icl.next-token-labels-unshifted",
+    "the next-token loss scores the logits at position t against token t instead of token "
+    "t + 1 (labels not shifted): the model is trained to repeat its current token, which the "
+    "residual stream does without any attention, so nothing rewards an induction head",
+    module=__name__,
+    seen_in="the classic causal-LM slip: logits[:, :-1] paired with tokens[:, :-1] (or "
+    "unshifted labels handed to a loss that does not shift them)",
+    test="tests/claims/icl/test_trained_bugs.py::test_next_token_loss_shifts_the_labels")
 
 
 def hand_built_induction_model(vocab_size: int, seq_len: int, *, gain: float = 10.0
@@ -209,6 +221,9 @@ class TrainingCurves:
     in_context_loss: list[float]
     icl_score: list[float]
     train_loss: list[float]
+    #: per head, previous-token score minus the largest mean weight at any other offset
+    #: (``diagnostics.icl_scores.previous_token_lead``): [eval][layer][head]
+    previous_token_lead: list[list[list[float]]] = field(default_factory=list)
 
     def max_induction(self, layer: int | None = None) -> list[float]:
         """Best head's induction score per evaluation (in ``layer``, or in any layer)."""
@@ -217,6 +232,11 @@ class TrainingCurves:
 
     def max_previous_token(self, layer: int) -> list[float]:
         return [max(scores[layer]) for scores in self.previous_token]
+
+    def max_previous_token_lead(self, layer: int) -> list[float]:
+        """Best head's previous-token lead per evaluation (positive: some head of ``layer``
+        attends to t - 1 more than to any other relative position)."""
+        return [max(leads[layer]) for leads in self.previous_token_lead]
 
     def first_crossing(self, values: list[float], threshold: float) -> int | None:
         for step, v in zip(self.steps, values, strict=True):
@@ -242,9 +262,12 @@ class InductionHeadsResult:
 
 def next_token_loss(logits: Tensor, tokens: Tensor) -> Tensor:
     """Cross-entropy of predicting token t+1 at position t: logits (B, T, V) -> (B, T-1)."""
+    targets = tokens[:, 1:]
+    if planted(LABELS_UNSHIFTED):  # planted bug: falsifier of icl.induction-heads
+        targets = tokens[:, :-1]
     loss = F.cross_entropy(
         logits[:, :-1].reshape(-1, logits.shape[-1]),
-        tokens[:, 1:].reshape(-1),
+        targets.reshape(-1),
         reduction="none",
     )
     return loss.view(tokens.shape[0], -1)
@@ -276,7 +299,7 @@ def _train(config: InductionHeadsConfig, num_layers: int,
         max_segment=config.max_segment,
     )
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, betas=(0.9, 0.98))
-    steps, prev, ind, icl_loss, icl_score, train_loss = [], [], [], [], [], []
+    steps, prev, ind, icl_loss, icl_score, train_loss, lead = [], [], [], [], [], [], []
     recent: list[float] = []
 
     def evaluate(step: int) -> None:
@@ -288,6 +311,7 @@ def _train(config: InductionHeadsConfig, num_layers: int,
         half = config.probe_half_len
         steps.append(step)
         prev.append([previous_token_score(w).tolist() for w in weights])
+        lead.append([previous_token_lead(w).tolist() for w in weights])
         ind.append([induction_score(w, half).tolist() for w in weights])
         icl_loss.append(float(loss[:, half:].mean()))  # predictions of second-copy tokens
         icl_score.append(in_context_learning_score(held_loss, config.icl_early, config.icl_late))
@@ -316,7 +340,7 @@ def _train(config: InductionHeadsConfig, num_layers: int,
             evaluate(step)
             if progress is not None:
                 progress(offset + share * step / config.steps)
-    return TrainingCurves(num_layers, steps, prev, ind, icl_loss, icl_score, train_loss)
+    return TrainingCurves(num_layers, steps, prev, ind, icl_loss, icl_score, train_loss, lead)
 
 
 def run(

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
@@ -136,6 +136,13 @@ class TaskDiversityResult:
     dmmse_mse: list[float]
     transition_log2_m: float | None  # estimated log2 M*, None when no crossover in the sweep
     seconds: float
+    #: mean squared difference of the dMMSE and ridge predictions per M (how far apart the two
+    #: baselines are: the model's ordering between them means something only when they differ)
+    baseline_distance: list[float] = field(default_factory=list)
+    #: standard error of d_dmmse - d_ridge per M, paired per evaluation prompt (the prompt's mean
+    #: over positions of (model - dmmse)^2 - (model - ridge)^2): the sampling error of the
+    #: model's ordering between the two baselines
+    distance_gap_stderr: list[float] = field(default_factory=list)
 
 
 def regression_predictions(model: Transformer, x: Tensor, y: Tensor) -> Tensor:
@@ -205,7 +212,7 @@ def run(
     ms = list(config.num_tasks)
     acc = {
         k: [[0.0] * len(ms) for _ in config.seeds]
-        for k in ("dd", "dr", "mse", "udd", "udr", "umse", "dmse")
+        for k in ("dd", "dr", "mse", "udd", "udr", "umse", "dmse", "dbr", "gse")
     }
     ridge_mse_all = []
     total = len(ms) * len(config.seeds)
@@ -234,6 +241,9 @@ def run(
             acc["udr"][s_index][m_index] = float(((untrained - ridge) ** 2).mean())
             acc["umse"][s_index][m_index] = float(((untrained - y) ** 2).mean())
             acc["dmse"][s_index][m_index] = float(((dmmse - y) ** 2).mean())
+            acc["dbr"][s_index][m_index] = float(((dmmse - ridge) ** 2).mean())
+            gap = (((trained - dmmse) ** 2) - ((trained - ridge) ** 2)).mean(dim=1)  # per prompt
+            acc["gse"][s_index][m_index] = float(gap.std() / math.sqrt(gap.numel()))
             done += 1
             if progress is not None:
                 progress(done / total)
@@ -258,4 +268,6 @@ def run(
         mean("dmse"),
         crossing,
         time.perf_counter() - start,
+        mean("dbr"),
+        mean("gse"),
     )

@@ -28,6 +28,15 @@ QUERY_AS_KEY = declare_bug(
     module=__name__,
     seen_in="von Oswald et al. 2023 exclude the query from the keys with a mask; forgetting it "
     "is the easy slip when the layer is written as full self-attention")
+NORMALISE_BY_TOKENS = declare_bug(
+    "icl.lsa-normalise-by-tokens",
+    "linear self-attention averages its context sum over the T = N + 1 tokens of the prompt "
+    "(a mean over the sequence length, the query counted) instead of summing it: every update "
+    "is scaled by 1 / (N + 1); a trained layer with a fixed N absorbs the factor into P, but "
+    "weights set by hand (the construction's 1/N lives in P) are off by it",
+    module=__name__,
+    seen_in="linear-attention code that divides by the sequence length (a 'mean' attention); "
+    "von Oswald et al.'s layer has no normaliser, the 1/N of the GD step is in P")
 
 
 def regression_tokens(x: Tensor, y: Tensor, x_query: Tensor) -> Tensor:
@@ -95,6 +104,8 @@ class LinearSelfAttentionLayer(nn.Module):
         values = context @ self.value.T  # (B, N, D)   rows (W_V e_i)^T
         scores = queries @ keys.transpose(1, 2)  # (B, N+1, N)  e_i^T W_K^T W_Q e_j
         update = (scores @ values) @ self.projection.T  # (B, N+1, D)
+        if planted(NORMALISE_BY_TOKENS):  # planted bug: falsifier of icl.newton-schulz
+            update = update / tokens.shape[1]
         return tokens + update
 
     @torch.no_grad()

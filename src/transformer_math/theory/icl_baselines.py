@@ -43,7 +43,9 @@ LINE_SEARCH_PER_PAIR = declare_bug(
     "eta is n times too small",
     module=__name__,
     seen_in="000 §8.3.6 writes L without 1/(2N) and absorbs N into eta (FACTS.md); mixing the "
-    "two conventions scales eta by N")
+    "two conventions scales eta by N",
+    test="tests/claims/icl/test_construction_checks.py"
+    "::test_line_search_minimises_the_layers_error")
 
 PredictFn = Callable[[Tensor, Tensor, Tensor], Tensor]
 
@@ -119,7 +121,7 @@ def line_search_gd_eta(x: Tensor, y: Tensor, x_query: Tensor, y_query: Tensor) -
     _check(x, y, x_query)
     s = gd_predict(x, y, x_query, eta=1.0, num_steps=1)
     eta = float((s * y_query).sum() / (s * s).sum())
-    if planted(LINE_SEARCH_PER_PAIR):  # planted bug: falsifier of icl.line-searched-gd
+    if planted(LINE_SEARCH_PER_PAIR):  # planted bug (killed by a test, see LINE_SEARCH_PER_PAIR)
         eta /= max(x.shape[1], 1)
     return eta
 

@@ -55,14 +55,18 @@ AHN_GAMMA_SIGMA = declare_bug(
     "Ahn et al.'s Gamma = ((n+1)/n) Sigma + (tr Sigma / n) I replaced by Sigma: the optimal "
     "preconditioner taken to be the naive whitening Sigma^{-1}",
     module=__name__,
-    seen_in="the main seed's reading 'the preconditioner approximates Sigma^{-1}' (000 §8.3.6)")
+    seen_in="the main seed's reading 'the preconditioner approximates Sigma^{-1}' (000 §8.3.6)",
+    test="tests/claims/icl/test_construction_checks.py"
+    "::test_ahn_gamma_has_the_isotropic_closed_form")
 NEWTON_SCHULZ_SCALE = declare_bug(
     "icl.newton-schulz-scale",
     "Newton-Schulz initial guess A_0 = M^T / |M|_1 (the |M|_inf factor dropped): |I - M A_0| "
     "exceeds 1 for most M and the iteration diverges",
     module=__name__,
     seen_in="a wrong initial scale is the classic failure of Newton-Schulz (Ben-Israel & Cohen "
-    "1966 need 0 < alpha < 2 / |M|_2^2)")
+    "1966 need 0 < alpha < 2 / |M|_2^2)",
+    test="tests/claims/icl/test_construction_checks.py"
+    "::test_newton_schulz_initial_guess_contracts")
 
 
 @dataclass(frozen=True)
@@ -204,7 +208,7 @@ def ahn_gamma(sigma: Tensor, num_context: int) -> Tensor:
         raise ValueError(f"sigma must be a square (d, d) matrix, got {tuple(sigma.shape)}")
     _check_positive_int("num_context", num_context)
     n = num_context
-    if planted(AHN_GAMMA_SIGMA):  # planted bug: falsifier of icl.ahn-gamma-moment
+    if planted(AHN_GAMMA_SIGMA):  # planted bug (prediction side): killed by a test
         return sigma.clone()
     eye = torch.eye(sigma.shape[0], dtype=sigma.dtype)
     return (n + 1) / n * sigma + torch.trace(sigma) / n * eye
@@ -219,7 +223,7 @@ def newton_schulz_initial(matrix: Tensor) -> Tensor:
     """A_0 = M^T / (|M|_1 |M|_inf), which guarantees |I - M A_0|_2 < 1 for invertible M."""
     norm1 = torch.linalg.matrix_norm(matrix, ord=1)
     norm_inf = torch.linalg.matrix_norm(matrix, ord=float("inf"))
-    if planted(NEWTON_SCHULZ_SCALE):  # planted bug: falsifier of icl.newton-schulz
+    if planted(NEWTON_SCHULZ_SCALE):  # planted bug: killed by a test (A_0)
         return matrix.transpose(-1, -2) / norm1
     return matrix.transpose(-1, -2) / (norm1 * norm_inf)
 
@@ -246,3 +250,54 @@ def newton_schulz_inverse(
         a = a @ (two_eye - matrix @ a)
         iterates.append(a)
     return torch.stack(iterates)
+
+
+def newton_schulz_tokens(matrix: Tensor, a: Tensor) -> Tensor:
+    """The prompt on which ``newton_schulz_lsa_weights`` runs one Newton-Schulz step per layer.
+
+    Rows i = 1..d are the context tokens e_i = [r_i; m_i; u_i] in R^{3d}: r_i = A^T u_i (row i
+    of A), m_i = M u_i (column i of M), u_i the i-th basis vector (a position code); row d + 1 is
+    the query token, all zeros (read out nothing, never a key). Shape (1, d + 1, 3d).
+    """
+    if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1] or a.shape != matrix.shape:
+        raise ValueError(f"matrix and a must be square and of one shape, got "
+                         f"{tuple(matrix.shape)} and {tuple(a.shape)}")
+    d = matrix.shape[0]
+    eye = torch.eye(d, dtype=matrix.dtype)
+    context = torch.cat([a, matrix.T, eye], dim=1)  # row i: [A[i, :], M[:, i]^T, u_i^T]
+    query = torch.zeros(1, 3 * d, dtype=matrix.dtype)
+    return torch.cat([context, query]).unsqueeze(0)
+
+
+def newton_schulz_read(tokens: Tensor) -> Tensor:
+    """A from the first block of the context tokens of ``newton_schulz_tokens`` (rows of A)."""
+    d = tokens.shape[-1] // 3
+    return tokens[0, :d, :d]
+
+
+def newton_schulz_lsa_weights(dim: int, *, dtype: torch.dtype = torch.float64
+                              ) -> LinearAttentionWeights:
+    """One linear self-attention layer that maps the A of ``newton_schulz_tokens`` to
+    A (2I - M A) (one Newton-Schulz step, Giannou et al. 2023's iteration; 000:1054).
+
+    With keys W_K e_i = [m_i; u_i], queries W_Q e_j = [r_j; -u_j] (in the second and third
+    blocks), values W_V e_i = [r_i; 0; 0] and P = -1 on the first block, token j receives
+    -sum_i r_i (m_i^T r_j - u_i^T u_j) = -(A^T M^T) r_j + r_j, i.e. row j of A - A M A; with the
+    residual, r_j <- row j of 2A - A M A. The M and position blocks are left unchanged, so the
+    same layer applied again (a loop) performs the next step.
+    """
+    _check_positive_int("dim", dim)
+    d = dim
+    size = 3 * d
+    eye = torch.eye(d, dtype=dtype)
+    key = torch.zeros(size, size, dtype=dtype)
+    key[d:2 * d, d:2 * d] = eye  # m_i
+    key[2 * d:, 2 * d:] = eye  # u_i
+    query = torch.zeros(size, size, dtype=dtype)
+    query[d:2 * d, :d] = eye  # r_j, paired with m_i
+    query[2 * d:, 2 * d:] = -eye  # -u_j, paired with u_i
+    value = torch.zeros(size, size, dtype=dtype)
+    value[:d, :d] = eye  # r_i
+    projection = torch.zeros(size, size, dtype=dtype)
+    projection[:d, :d] = -eye
+    return LinearAttentionWeights(key, query, value, projection)

@@ -28,3 +28,13 @@ def test_memorise_then_learn_both_directions() -> None:
     plateau = memorise_then_learn([1, 128], dd=[0.0, 0.5], dr=[1.1, 0.4], mse=[1.7, 1.2],
                                   ridge_mse=ridge, zero_mse=zero)  # closer to ridge, not learned
     assert plateau["learned"] < 0 and not math.isinf(plateau["learned"])
+
+
+def test_ridge_side_z_is_the_gap_over_its_paired_stderr() -> None:
+    r = memorise_then_learn([1, 128], dd=[0.0, 0.05], dr=[1.1, 0.02], mse=[1.7, 0.62],
+                            ridge_mse=0.6, zero_mse=1.25, gap_stderr=[0.1, 0.01])
+    assert math.isclose(r["ridge_side_z"], 3.0)  # (0.05 - 0.02) / 0.01: decided at 3
+    closer_to_dmmse = memorise_then_learn([1, 128], dd=[0.0, 0.02], dr=[1.1, 0.05],
+                                          mse=[1.7, 0.62], ridge_mse=0.6, zero_mse=1.25,
+                                          gap_stderr=[0.1, 0.01])
+    assert closer_to_dmmse["ridge_side_z"] < 0

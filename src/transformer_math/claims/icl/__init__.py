@@ -1,17 +1,15 @@
 """Claims of 000 §8.3.6: in-context learning as gradient descent, Bayes, diversity, induction.
 
-Each check measures with the project's own implementation (linear self-attention loaded with the
-explicit construction, trained models, baselines, scores) and compares with a prediction
-computed another way (GD from residuals, Neumann sums, closed forms, thresholds). Modules by
-theme: ``gd_construction`` (one GD step, stacked layers and OLS, the line-searched step),
-``value_matrix`` (the seed's W_V against the working one), ``depth_precision`` (layers vs
-condition number, one preconditioned step), ``demo_risk`` (risk vs number and noise of demos),
-``newton_schulz``, ``bayes``, ``trained_linear_attention`` (trained LSA vs GD and Ahn et al.'s
-preconditioner; the quick Monte Carlo check of Gamma), ``task_diversity`` (trained
-transformers; the quick check of the prompt layout) and ``induction_heads`` (trained
-transformers; the hand-built induction circuit). Full-tier experiments go through
+Kinds (issue 31): constructions (the project's linear self-attention or Transformer loaded with
+hand-set weights: ``gd_construction`` one GD step and stacked layers -> OLS, ``depth_precision``
+layers vs condition number, ``demo_risk`` risk vs number and noise of demos, ``newton_schulz``
+the iteration run by one looped LSA layer, the hand-built induction circuit); measurements on
+trained models or library code (``trained_linear_attention``: trained LSA vs GD and Ahn et al.'s
+preconditioner, and the Monte Carlo moment of Gamma on the library's sampler;
+``task_diversity``: trained transformers and the prompt layout; ``induction_heads``: trained
+transformers); and one analytic model (``bayes``). Full-tier experiments go through
 ``experiments.memo.memoized`` so that a claim trains once per seed; training claims run
 ``ctx.seeds`` seeds (``claims.seeds.over_seeds``) and decide on the worst. Every falsifier is a
-bug planted in the library (``transformer_math.bugs``); the falsifier run trains again, since
-the memo keys on the planted bugs.
+bug planted in the library (``transformer_math.bugs``); a measurement's sits on the model side
+(the sampler, the layer, the training loop), so its falsifier run trains again.
 """

@@ -111,6 +111,16 @@ NOTE_ISSUE_12 = (
     expected="verified",
     version=2,
     seed_refs=[("000", 977, 991)],
+    kind="model",
+    audit="""Issue 31 review (P; f, d2): every margin compares theory formulas with each other
+    (ridge risk from its coefficients vs the posterior-covariance Bayes risk; the dMMSE
+    posterior curve); no transformer is involved, so 000:977-991 (trained models do implicit
+    Bayesian inference) is not tested, and the falsifier inverts the claimed lambda.
+    Reclassified: kind model. What is verified is the analytic model the Bayesian reading rests
+    on (ridge with lambda = sigma^2 / tau^2 is the Bayes estimator under the Gaussian prior; the
+    discrete posterior concentrates), computed with theory/icl_baselines, whose bug
+    (icl.ridge-lambda-inverted) the model kind may carry. Whether a TRAINED model behaves like
+    these estimators is icl.task-diversity-transition's measurement, not this claim's.""",
 )
 def check_bayes_posterior(ctx: Context) -> Evidence:
     g = ctx.generator(505)

@@ -90,6 +90,11 @@ def permutation_gap(g: torch.Generator) -> float:
     expected="verified",
     version=1,
     seed_refs=[("000", 1032, 1032), ("000", 1062, 1062)],
+    kind="construction",
+    audit="""Issue 31 review: sound (S). Kind construction: the project's linear self-attention
+    with the hand-set one-step-GD weights at the optimal step, its Monte Carlo risk against an
+    independently derived closed form (theory/icl_demo_risk) at 5 standard errors; the
+    falsifier icl.gd-value-sign sits in the construction. Kept unchanged.""",
     statement_zh="""k 个演示 x ~ N(0, I_d)、w ~ N(0, I)、标签噪声 sigma^2 时，单层线性注意力回归器
     在最优步长 eta* = k / (k + d + 1 + sigma^2) 下的风险为
     sigma^2 + d (d + 1 + sigma^2) / (k + d + 1 + sigma^2)（蒙特卡洛误差在 5 个标准误之内，d = 4，

@@ -3,13 +3,14 @@ non-isotropic inputs, GD preconditioned by Gamma^{-1} (Ahn et al. 2023, Thm. 1);
 
 The runs are ``experiments.icl_gd`` and ``experiments.icl_preconditioner``. Each splits into a
 memoised ``train`` that never queries the theory (line search, ``gd_predict``, Gamma^{-1}) and a
-comparison with the theory computed from it, so a claim and its falsifier (a bug planted in the
-theory) train once (issue 19).
+comparison with the theory computed from it (issue 19). Since issue 31 the falsifiers of the two
+trained claims are bugs on the model side (the prompt sampler, the training loop), so a
+falsifier run trains again.
 """
 
 from __future__ import annotations
 
-import math
+import itertools
 
 import torch
 
@@ -18,14 +19,15 @@ from transformer_math.claims.registry import (
     Context,
     Evidence,
     Figure,
-    Refutation,
     Series,
     Tier,
+    at_least,
     at_most,
     claim,
     decide,
 )
 from transformer_math.claims.seeds import over_seeds
+from transformer_math.data.regression import sample_regression
 from transformer_math.experiments import icl_gd, icl_preconditioner
 from transformer_math.theory.icl_construction import ahn_gamma, ahn_optimal_preconditioner
 
@@ -45,7 +47,8 @@ def gd_figure(r: icl_gd.ICLGDResult) -> Figure:
     )
 
 
-# Frozen in version 2 from a sweep of seeds 0-4 at tiny (see the claim's notes).
+# A stated tolerance (eta pinned to +-10 %), NOT derived from a null model: frozen in version 2
+# after a sweep of seeds 0-4 at tiny gave 0.053-0.081 (issue 31 says so; see the claim's audit).
 REL_RMS_MAX = 0.1
 
 
@@ -58,10 +61,25 @@ REL_RMS_MAX = 0.1
     (relative RMS), and GD with eta* fits them better than GD with 0.8 eta* or 1.25 eta*
     (every seed).""",
     tier=Tier.FULL,
-    falsifier="icl.line-search-eta-per-pair",
+    falsifier="data.regression-uniform-not-centred",
     expected="verified",
-    version=2,
+    version=3,
     seed_refs=[("000", 925, 947), ("000", 975, 975)],
+    kind="measurement",
+    audit="""Issue 31 review (P; b, d2): REL_RMS_MAX = 0.1 was set from a sweep of 0.053-0.081
+    and the falsifier icl.line-search-eta-per-pair sat on the GD baseline. Falsifier fixed
+    (version 3): data.regression-uniform-not-centred in the prompt sampler the training loop
+    draws from (x ~ U(0, 1)^d instead of U(-1, 1)^d: second moment 1/12 I + 1/4 1 1^T, whose
+    one-layer optimum is a strongly preconditioned step, not plain GD; tiny seed 0: caught).
+    Threshold: disputed only in part and said plainly: 0.1 is a stated tolerance (a model
+    implementing GD with a step c eta* has relative RMS |c - 1|, so 0.1 pins eta to +-10 %),
+    chosen in version 2 after seeing 0.053-0.081, not derived from a null model; the eta-gap
+    margin (eta* fits better than 0.8 eta* and 1.25 eta*) is the tolerance-free part of the
+    same statement. icl.line-search-eta-per-pair is killed by
+    tests/claims/icl/test_construction_checks.py.""",
+    statement_zh="""在上下文线性回归上训练的单层线性自注意力模型与步长经线搜索得到的 eta* 的一步
+    梯度下降一致：两者 d(y_hat)/d(x_q) 的余弦 >= 0.99，模型预测与 GD(eta*) 的相对均方根差至多
+    10 %，且 GD(eta*) 对模型预测的拟合优于 GD(0.8 eta*) 与 GD(1.25 eta*)（每个种子）。""",
 )
 def check_trained_matches_gd(ctx: Context) -> Evidence:
     def one(c: Context) -> tuple[dict[str, float], icl_gd.ICLGDResult]:
@@ -96,10 +114,12 @@ def check_trained_matches_gd(ctx: Context) -> Evidence:
             *first.notes,
             "version 2 (issue 14): the cosine of sensitivities does not depend on eta, so the "
             "eta-sensitive relative RMS against GD(f eta*) (f = 0.8, 1, 1.25) was added; "
-            "three seeds, decided on the worst; falsifier = planted bug "
-            "icl.line-search-eta-per-pair in theory/icl_baselines.py (the line search's eta "
-            "n times too small); it was the untrained model. Threshold 0.1 set from seeds 0-4 "
-            "at tiny (see the report of issue 14).",
+            "three seeds, decided on the worst. Threshold 0.1 set after a sweep of seeds 0-4 "
+            "at tiny gave 0.053-0.081 (issue 14): a stated tolerance, not derived from a null "
+            "model (issue 31).",
+            "version 3 (issue 31): falsifier = planted bug data.regression-uniform-not-centred "
+            "in data/regression.py (the training prompts' x ~ U(0, 1)^d); it was "
+            "icl.line-search-eta-per-pair on the GD baseline",
             "issue 12: tiny trains 3 initialisations and keeps the best on a validation batch "
             "(seed 4 stayed at a saddle with one: cosine 0.485); see ICLGDConfig.tiny",
         ],
@@ -133,10 +153,23 @@ def preconditioner_figure(r: icl_preconditioner.ICLPreconditionerResult) -> Figu
     one step of GD preconditioned by Gamma^{-1}, Gamma = ((n+1)/n) Sigma + (tr Sigma / n) I
     (within 15 % relative Frobenius error, every seed).""",
     tier=Tier.FULL,
-    falsifier="icl.ahn-gamma-is-sigma",
+    falsifier="icl.precond-training-isotropic",
     expected="verified",
-    version=3,
+    version=4,
     seed_refs=[("000", 967, 967)],
+    kind="measurement",
+    audit="""Issue 31 review (P; d2): the measurement (trained layer vs Gamma^{-1}) is fine but
+    the falsifier icl.ahn-gamma-is-sigma swapped the prediction (theory/icl_construction).
+    Fixed (version 4): falsifier icl.precond-training-isotropic in the training loop
+    (experiments/icl_preconditioner.py: the training batches drawn without Sigma while the
+    held-out batches use it, so the layer learns the isotropic optimum n / (n + d + 1) I).
+    The 0.15 tolerance is the version-1 value (finite training and SGD noise), stated, not
+    derived; measured 0.007-0.009 at default (seeds 0-4), so it decides nothing near its edge.
+    000:967's 'approximates Sigma^{-1}' is not refuted here (see icl.ahn-gamma-moment); the
+    error vs Sigma^{-1} is reported.""",
+    statement_zh="""当 x ~ N(0, Sigma)、w* ~ N(0, I) 时，训练得到的单层线性注意力执行以 Gamma^{-1}
+    预条件的一步梯度下降，Gamma = ((n+1)/n) Sigma + (tr Sigma / n) I（相对 Frobenius 误差在 15 %
+    以内，每个种子）。""",
 )
 def check_preconditioned_optimum(ctx: Context) -> Evidence:
     def one(c: Context) -> tuple[dict[str, float], icl_preconditioner.ICLPreconditionerResult]:
@@ -163,97 +196,135 @@ def check_preconditioned_optimum(ctx: Context) -> Evidence:
             "(best kept)",  # held-out risk of each restart after screen_steps (see the config)
             "error vs Sigma^-1 (the seed's 'approximates Sigma^{-1}', 000:967) per seed: "
             f"{[round(v, 3) for v in sweep['relative_error_vs_sigma_inverse']]}: reported",
-            "version 2 (issue 14): three seeds, worst seed decides; falsifier = planted bug "
-            "icl.ahn-gamma-is-sigma in theory/icl_construction.py (it was a swap of the "
-            "prediction); threshold 0.15 unchanged",
+            "version 2 (issue 14): three seeds, worst seed decides; threshold 0.15 unchanged",
             "version 3 (issue 19): at default (3 restarts x 3000 steps) seed 1 failed: every "
             "restart stopped at the rank-1 saddle (held-out risks 2.217, 2.180, 2.192 vs the "
             "optimum 1.152; relative error 0.884); the default now screens 12 initialisations "
             "for 200 steps, keeps the lowest held-out risk (no theory) and trains it to 1500 "
             "steps; seeds 0-4: relative error 0.0074, 0.0074, 0.0088, 0.0084, 0.0080, falsifier "
             "0.574-0.577; threshold 0.15 unchanged",
+            "version 4 (issue 31): falsifier = planted bug icl.precond-training-isotropic in "
+            "experiments/icl_preconditioner.py (the training batches drawn without Sigma); it "
+            "was icl.ahn-gamma-is-sigma, a swap of the prediction in theory/",
         ],
         figures=[preconditioner_figure(first)],
         details={"learned": first.learned, "gamma_inverse": first.gamma_inverse,
                  "sigma": first.sigma},
     )
 
+GAMMA_NS = [10, 30, 90]  # context sizes of icl.ahn-gamma-moment: 000:967's limit n -> infinity
+GAMMA_SAMPLES, GAMMA_CHUNK = 40_000, 20_000
+
+
+def label_weighted_moments(sigma: torch.Tensor, n: int, g: torch.Generator
+                           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Monte Carlo E[h h^T], its standard error and E[w h^T] for h = (1/n) X^T y on prompts of
+    the library's sampler (``data.regression.sample_regression``, x ~ N(0, Sigma), w ~ N(0, I)),
+    drawn in chunks (float64)."""
+    d = sigma.shape[0]
+    total = torch.zeros(d, d, dtype=torch.float64)
+    square = torch.zeros(d, d, dtype=torch.float64)
+    cross = torch.zeros(d, d, dtype=torch.float64)
+    for _ in range(GAMMA_SAMPLES // GAMMA_CHUNK):
+        batch = sample_regression(GAMMA_CHUNK, n, d, generator=g, sigma=sigma,
+                                  dtype=torch.float64)
+        h = torch.einsum("bnd,bn->bd", batch.x, batch.y) / n  # (1/n) X^T X w
+        outer = h.unsqueeze(-1) * h.unsqueeze(-2)
+        total += outer.sum(0)
+        square += (outer * outer).sum(0)
+        cross += (batch.w.unsqueeze(-1) * h.unsqueeze(-2)).sum(0)
+    mean = total / GAMMA_SAMPLES
+    var = (square / GAMMA_SAMPLES - mean * mean) * GAMMA_SAMPLES / (GAMMA_SAMPLES - 1)
+    return mean, (var / GAMMA_SAMPLES).sqrt(), cross / GAMMA_SAMPLES
+
+
 @claim(
     "icl.ahn-gamma-moment",
     source="Ahn et al. 2023 (arXiv 2306.00297), Thm. 1 and its proof; " + SOURCE,
-    statement="""For x ~ N(0, Sigma), w* ~ N(0, I) and h = (1/n) X^T X w* (the label-weighted
-    context sum), E[h h^T] = Gamma Sigma with Gamma = ((n+1)/n) Sigma + (tr Sigma / n) I (Gaussian
-    fourth moments), so the optimal one-layer preconditioner E[w* h^T] E[h h^T]^{-1} is
-    Gamma^{-1}; checked by Monte Carlo against the library's Gamma to 5 standard errors. The
-    seed's optimum Sigma^{-1} (000:967), i.e. Gamma = Sigma and E[h h^T] = Sigma^2, is refuted at
-    n = 10: it holds only as n -> infinity.""",
+    statement="""For prompts of the library's sampler, x ~ N(0, Sigma), w* ~ N(0, I), and
+    h = (1/n) X^T X w* (the label-weighted context sum), E[h h^T] = Gamma Sigma with
+    Gamma = ((n+1)/n) Sigma + (tr Sigma / n) I (Monte Carlo within 5 standard errors at
+    n = 10, 30, 90), so the optimal one-layer preconditioner E[w* h^T] E[h h^T]^{-1} is
+    Gamma^{-1}: it approaches Sigma^{-1} (000:967) as n grows, Gamma Sigma - Sigma^2 being
+    (Sigma^2 + tr(Sigma) Sigma) / n.""",
     tier=Tier.QUICK,
-    falsifier="icl.ahn-gamma-is-sigma",
-    expected="refuted",
-    version=2,
+    falsifier="data.regression-cholesky-transposed",
+    expected="verified",
+    version=3,
     seed_refs=[("000", 967, 967)],
-    refutes=[Refutation(
-        seed="000", line=967,
-        says="the learned preconditioner adapts to Sigma and approximates Sigma^{-1}",
-        correct="the one-layer optimum is Gamma^{-1}, Gamma = ((n+1)/n) Sigma + (tr Sigma / n) I "
-        "(Ahn et al. 2023, Thm. 1); it equals Sigma^{-1} only as n -> infinity (at n = 10, "
-        "d = 3 the Monte Carlo E[h h^T] is many standard errors away from Sigma^2)")],
-    statement_zh="""对 x ~ N(0, Sigma)、w* ~ N(0, I) 与 h = (1/n) X^T X w*
+    kind="measurement",
+    audit="""Issue 31 review (P; c, d2): 000:967 says the preconditioner approximates
+    ('逼近') Sigma^{-1}, which is right as n -> infinity, and the equality seed margin (E[h h^T]
+    = Sigma^2 within 5 SE at n = 10) was a strawman; the falsifier icl.ahn-gamma-is-sigma
+    changed the prediction. Fixed (version 3): the refutation is dropped and the claim is
+    verified; the seed's limit is tested as a sweep n = 10, 30, 90 (the moment equals Gamma
+    Sigma at every n, and the Monte Carlo optimum's distance to Sigma^{-1} falls along n). The
+    moments are now measured on prompts of data.regression.sample_regression (the sampler the
+    trained claims use) and the falsifier is data.regression-cholesky-transposed there (x drawn
+    with covariance L^T L instead of L L^T = Sigma); icl.ahn-gamma-is-sigma is killed by
+    tests/claims/icl/test_construction_checks.py.""",
+    statement_zh="""对库中采样器生成的提示（x ~ N(0, Sigma)、w* ~ N(0, I)）与 h = (1/n) X^T X w*
     （按标签加权的上下文和），E[h h^T] = Gamma Sigma，其中
-    Gamma = ((n+1)/n) Sigma + (tr Sigma / n) I（高斯四阶矩），因此单层最优预条件子
-    E[w* h^T] E[h h^T]^{-1} 是 Gamma^{-1}；用蒙特卡洛与库中的 Gamma 比较，误差在 5 个标准误之内。
-    种子所说的最优 Sigma^{-1}（000:967，即 Gamma = Sigma、E[h h^T] = Sigma^2）在 n = 10 时被否定：
-    它只在 n -> 无穷时成立。""",
+    Gamma = ((n+1)/n) Sigma + (tr Sigma / n) I（n = 10、30、90 时蒙特卡洛误差在 5 个标准误之内），
+    因此单层最优预条件子 E[w* h^T] E[h h^T]^{-1} 是 Gamma^{-1}：随 n 增大它逼近 Sigma^{-1}
+    （000:967），因为 Gamma Sigma - Sigma^2 = (Sigma^2 + tr(Sigma) Sigma) / n。""",
 )
 def check_ahn_gamma_moment(ctx: Context) -> Evidence:
     g = ctx.generator(510)
-    d, n, samples = 3, 10, 200_000
+    d = 3
     q, _ = torch.linalg.qr(torch.randn(d, d, generator=g, dtype=torch.float64))
     sigma = q @ torch.diag(torch.tensor([0.25, 1.0, 2.5], dtype=torch.float64)) @ q.T
-    chol = torch.linalg.cholesky(sigma)
-    x = torch.randn(samples, n, d, generator=g, dtype=torch.float64) @ chol.T
-    w = torch.randn(samples, d, generator=g, dtype=torch.float64)
-    h = torch.einsum("bnd,bn->bd", x, (x @ w.unsqueeze(-1)).squeeze(-1)) / n  # (1/n) X^T X w
-    outer = h.unsqueeze(-1) * h.unsqueeze(-2)  # (B, d, d)
-    moment = outer.mean(0)
-    stderr = outer.std(0) / math.sqrt(samples)
-    predicted = ahn_gamma(sigma, n) @ sigma  # the library's Gamma
-    z = float(((moment - predicted).abs() / stderr).max())
-    cross = (w.unsqueeze(-1) * h.unsqueeze(-2)).mean(0)  # E[w h^T] = Sigma
-    optimum = cross @ torch.linalg.inv(moment)
-    gamma_inv = ahn_optimal_preconditioner(sigma, n)
-    rel = float(torch.linalg.norm(optimum - gamma_inv) / torch.linalg.norm(gamma_inv))
+    sigma_inv = torch.linalg.inv(sigma)
+    rows = []
+    for n in GAMMA_NS:
+        moment, stderr, cross = label_weighted_moments(sigma, n, g)
+        predicted = ahn_gamma(sigma, n) @ sigma  # the library's Gamma, Ahn et al.'s closed form
+        optimum = cross @ torch.linalg.inv(moment)
+        gamma_inv = ahn_optimal_preconditioner(sigma, n)
+        rows.append({
+            "n": n,
+            "z": float(((moment - predicted).abs() / stderr).max()),
+            "to_gamma_inverse": float(torch.linalg.norm(optimum - gamma_inv)
+                                      / torch.linalg.norm(gamma_inv)),
+            "to_sigma_inverse": float(torch.linalg.norm(optimum - sigma_inv)
+                                      / torch.linalg.norm(sigma_inv)),
+            "gamma_inverse_to_sigma_inverse": float(torch.linalg.norm(gamma_inv - sigma_inv)
+                                                    / torch.linalg.norm(sigma_inv)),
+        })
+        ctx.report_progress(len(rows) / len(GAMMA_NS))
+    falls = min(a["to_sigma_inverse"] - b["to_sigma_inverse"]
+                for a, b in itertools.pairwise(rows))
     margins = [
-        # 9 entries, each ~normal by the CLT: P(max |z| > 5) < 9 * 6e-7
-        at_most("max over entries of |mean h h^T - Gamma Sigma| / standard error", z, 5.0),
-    ]
-    # the seed's version (000:967): optimum Sigma^{-1}, i.e. Gamma = Sigma, E[h h^T] = Sigma^2
-    z_seed = float(((moment - sigma @ sigma).abs() / stderr).max())
-    rel_seed = float(torch.linalg.norm(optimum - torch.linalg.inv(sigma))
-                     / torch.linalg.norm(torch.linalg.inv(sigma)))
-    seed_margins = [
-        at_most("seed (Gamma = Sigma): max over entries of |mean h h^T - Sigma^2| / standard "
-                "error", z_seed, 5.0),
+        # 9 entries x 3 n, each ~normal by the CLT: P(max |z| > 5) < 27 * 6e-7
+        at_most("max over n and entries of |mean h h^T - Gamma Sigma| / standard error",
+                max(r["z"] for r in rows), 5.0),
+        at_least("min over consecutive n of the fall of |optimum - Sigma^-1| / |Sigma^-1| "
+                 "(the optimum approaches Sigma^-1 as n grows)", falls, 0.0),
     ]
     return Evidence(
-        predicted="E[h h^T] = Gamma Sigma (entrywise, within 5 standard errors)",
-        measured={"max_z": round(z, 3), "rel_error_optimum_vs_gamma_inverse": round(rel, 4),
-                  "seed_max_z_vs_sigma_squared": round(z_seed, 1),
-                  "rel_error_optimum_vs_sigma_inverse": round(rel_seed, 4)},
-        tolerance="5 Monte Carlo standard errors per entry (200000 draws)",
-        verdict=decide(margins, seed_margins),
+        predicted={"moment": "E[h h^T] = Gamma Sigma (entrywise, within 5 standard errors)",
+                   "|Gamma^-1 - Sigma^-1| / |Sigma^-1|": {
+                       str(r["n"]): round(r["gamma_inverse_to_sigma_inverse"], 4)
+                       for r in rows}},
+        measured={str(r["n"]): {"max_z": round(r["z"], 3),
+                                "optimum_to_gamma_inverse": round(r["to_gamma_inverse"], 4),
+                                "optimum_to_sigma_inverse": round(r["to_sigma_inverse"], 4)}
+                  for r in rows},
+        tolerance=f"5 Monte Carlo standard errors per entry ({GAMMA_SAMPLES} prompts per n); "
+        "the fall along n must be positive (predicted falls 0.26 and 0.19; the Monte "
+        "Carlo optimum is within ~0.01 of Gamma^-1)",
+        verdict=decide(margins),
         margins=margins,
-        seed_margins=seed_margins,
-        notes=[f"d = {d}, n = {n}, Sigma with eigenvalues 0.25, 1, 2.5 in a random basis",
-               f"the Monte Carlo optimum E[w h^T] E[h h^T]^-1 is within {rel:.4f} (relative "
-               "Frobenius) of Gamma^-1: reported, not a pass condition (its sampling error is "
-               "not derived here)",
-               "the quick check of theory.icl_construction.ahn_gamma, the prediction that "
-               "icl.preconditioned-optimum compares the trained layer with",
-               f"version 2 (issue 18): the seed's Sigma^-1 (000:967) as a seed margin on the same "
-               f"moment: max z vs Sigma^2 = {z_seed:.0f}; the Monte Carlo optimum is "
-               f"{rel_seed:.3f} (relative Frobenius) from Sigma^-1 and {rel:.4f} from "
-               "Gamma^-1"],
-        details={"moment": moment.tolist(), "predicted": predicted.tolist(),
-                 "stderr": stderr.tolist()},
+        notes=[f"d = {d}, n = {GAMMA_NS}, Sigma with eigenvalues 0.25, 1, 2.5 in a random basis; "
+               "prompts from data.regression.sample_regression (float64)",
+               "the Monte Carlo optimum E[w h^T] E[h h^T]^-1 vs Gamma^-1 (relative Frobenius) "
+               "is reported, not a pass condition (its sampling error is not derived here)",
+               "000:967 ('逼近 Sigma^{-1}') is the n -> infinity limit of Gamma^{-1}: "
+               "|Gamma^-1 - Sigma^-1| / |Sigma^-1| = "
+               + ", ".join(f"{r['gamma_inverse_to_sigma_inverse']:.3f} (n = {r['n']})"
+                           for r in rows),
+               "version 3 (issue 31): the equality refutation of 000:967 is dropped (the seed "
+               "says 'approximates'); falsifier data.regression-cholesky-transposed in the "
+               "sampler (was icl.ahn-gamma-is-sigma, a swap of the prediction)"],
+        details={"rows": rows, "sigma": sigma.tolist()},
     )
