@@ -30,11 +30,6 @@ ZH_STATEMENTS: dict[str, str] = {
         "就是 dx/dt = f(x) 的前向欧拉法：其输出收敛到 ODE 的解 x(T)，误差为 O(1/L)（双对数斜率 "
         "-1）。"
     ),
-    "architecture.residual-gradient": (
-        "有残差时（x + (T/L) f_l(x)，本项目的块），输入-输出雅可比矩阵是沿轨迹取的各分支雅可比 J_l "
-        "的乘积 prod_l (I + J_l)，因此其奇异值位于 [prod_l max(0, 1 - |J_l|), prod_l (1 + |J_l|)] "
-        "内（随深度为 O(1)）；没有残差和归一化时（x <- FFN_l(x)），其范数随深度指数变化。"
-    ),
     # --- attention ----------------------------------------------------------------------------
     "attention.asymmetry": (
         "注意力矩阵一般不对称，即使 W_Q = W_K：此时 S = Q K^T 对称，但每一行除以它自己的归一化常数 "
@@ -100,37 +95,11 @@ ZH_STATEMENTS: dict[str, str] = {
         "是 DLOGTIME 一致的 TC^0，多项式规模）；主种子的 'PARITY 不在 TC^0 中' 是错的：一个有 n+1 "
         "个门的深度 2 阈值电路就能计算 PARITY。"
     ),
-    "computation.hahn-sensitivity": (
-        "翻转一个输入符号只使有界软注意力层的输出改变 O(1/n)：在 n 取 16..4096 上拟合的双对数斜率"
-        "为 -1 +- 0.2，且每次改变都低于界 ||W_O|| 4 V e^{2B} / N；PARITY 的敏感度在每个 n 上都是 "
-        "1。"
-    ),
-    "computation.parity": (
-        "一个在长度 <= L 的 PARITY 上训练的小型因果 Transformer，在长度 >= 2L 时回答正确率约为随机"
-        "水平，而同一模型配上记录逐步奇偶性的草稿（scratchpad）在直到 4L 时都能正确回答（>= 0.9）"
-        "（每个种子）。"
-    ),
     "computation.precision-claims": (
         "Transformer 只有在任意精度和硬注意力下才是图灵完备的；对数精度 Transformer 属于一致 TC^0；"
         "具有 poly(n) 精度、O(1) 层且 d <= O(n) 的 RoPE Transformer 属于 DLOGTIME 一致 TC^0。"
     ),
     # --- expressivity -------------------------------------------------------------------------
-    "expressivity.approximation-rate": (
-        "在维度 d 中以精度 eps 逼近光滑度为 s 的函数需要约 eps^(-d/s) 个单元：d = 10, s = 2, eps = "
-        "0.1 给出 1e5；s = 5 给出 1e2。指数 d/s 在显式逼近器上测量（d = 1 时的 ReLU 插值，d = 2 时"
-        "的双线性网格）。"
-    ),
-    "expressivity.component-ablation": (
-        "在一个同时需要上下文和非线性的任务上（y_i = T[x_i, k]，k = 取值高的 token 的个数）：仅 "
-        "FFN 的模型停留在逐 token 的贝叶斯上限，完整块用一层即可成功，而一层仅注意力的模型达不到，"
-        "每个种子都如此。种子的 '注意力和 FFN 缺一不可' 被驳斥：用两层时，没有 FFN 和归一化、仅有注"
-        "意力的模型（softmax 是唯一的非线性）也能在每个种子上拟合该任务。"
-    ),
-    "expressivity.ffn-only-tokenwise": (
-        "块中没有注意力的模型（仅 FFN，本项目的预设）是逐 token 的：它在位置 i 的输出在其他 token "
-        "改变时不变，而仅注意力的块和完整块会传递这一改变；因此没有任何仅 FFN 的模型能超过上下文任"
-        "务的逐 token 贝叶斯上限。"
-    ),
     "expressivity.no-position-equivariant": (
         "没有位置编码时，每个 Transformer 都是置换等变的：相同的 token 无论位于何处都得到相同的输"
         "出，因此像反转或复制第一个这样的目标最多只能达到等变贝叶斯上限；位置编码打破了这种对称性。"
@@ -150,33 +119,15 @@ ZH_STATEMENTS: dict[str, str] = {
         "层归纳头的 key），在一个由 L 个不同 token 重复两次组成的序列上，第 0 层从 t 注意到 t - 1，"
         "第 1 层从 t 注意到 t - L + 1，并预测出第二遍中第一个 token 之后的每个 token。"
     ),
-    "icl.induction-heads": (
-        "在重复的随机片段上训练的 2 层仅注意力 Transformer 在第 0 层形成前移头、在第 1 层形成归纳"
-        "头；当上下文损失下降时，归纳分数急剧上升；1 层模型不会形成归纳头（每个种子）。"
-    ),
-    "icl.line-searched-gd": (
-        "单步 GD 学习率的精确线搜索 eta* = sum_b s_b y_q,b / sum_b s_b^2（s = x_q^T X^T y / N）是单"
-        "层构造在批上平方误差的最小点：使所构造层自身平方误差最小的学习率（由其在 eta = 1 时的预测"
-        "读出）等于 eta*，把 eta 乘以 1/2、0.9、1.1 或 2 都会增大误差。"
-    ),
     "icl.neumann-ols": (
         "L 个堆叠的构造层执行 L 步 GD：w_L = eta sum_{j<L} (I - eta H)^j b，当 0 < eta < "
         "2/lambda_max(H) 时它收敛到 OLS 解，误差 <= |I - eta H|^L |w*|；标量例子 H = 1, b = 2, eta "
         "= 0.5 给出 0, 1, 1.5, 1.75, 1.875。"
     ),
-    "icl.newton-schulz": (
-        "从 A_0 = M^T/(|M|_1 |M|_inf) 出发的 A_{t+1} = A_t (2I - M A_t) 二次收敛到 M^{-1}：残差 "
-        "R_t = I - M A_t 满足 |R_t| <= |R_0|^(2^t)。"
-    ),
     "icl.one-step-gd": (
         "一个线性自注意力层，W_K = W_Q = [[I,0],[0,0]]、W_V = [[0,0],[0,-1]]、P = (eta/N) e e^T，输"
         "出 -h[-1,-1] = eta/N x_q^T X^T y，即在 L(w) = 1/(2N) sum (w^T x_i - y_i)^2 上从 w_0 = 0 走"
         "一步 GD 的预测（float64 误差 < 1e-10）。"
-    ),
-    "icl.preconditioned-optimum": (
-        "对 x ~ N(0, Sigma)、w* ~ N(0, I)，训练后的单层线性注意力执行一步以 Gamma^{-1} 预条件的 "
-        "GD，Gamma = ((n+1)/n) Sigma + (tr Sigma / n) I（相对 Frobenius 误差在 15 % 以内，每个种"
-        "子）。"
     ),
     "icl.regression-prompt-causal": (
         "在交错提示 x_1, y_1, ..., x_K, y_K 中，在因果掩码下于 x_i token 处读出"
@@ -184,40 +135,16 @@ ZH_STATEMENTS: dict[str, str] = {
         "y_i 或其后的任何内容：改变 y_j 使 i <= j 处的预测保持不变（在 float64 舍入范围内），并改"
         "变 i > j 处的预测。"
     ),
-    "icl.task-diversity-transition": (
-        "扫描预训练任务数 M，小型 Transformer 在 M 小时表现为任务记忆（在新任务上它更接近 dMMSE，"
-        "即 M 个任务池上的后验，而不是岭回归），在 M 大时进行上下文学习（它在新任务上的 MSE 至少收"
-        "回从零预测器到岭回归（贝叶斯估计量）收益的一半），每个种子都如此。版本 2 中收窄：Raventos "
-        "et al. 的 '对大 M 最接近岭回归' 在 tiny 规模下只报告、不判定（见注释）。"
-    ),
-    "icl.trained-matches-gd": (
-        "在上下文线性回归上训练的单层线性自注意力模型与采用线搜索步长 eta* 的一步 GD 一致：两者 "
-        "d(y_hat)/d(x_q) 之间的余弦 >= 0.99，模型预测与 GD(eta*) 的预测相差至多 10 %（相对 RMS），"
-        "且 eta* 的 GD 比 0.8 eta* 或 1.25 eta* 的 GD 更好地拟合这些预测（每个种子）。"
-    ),
     # --- kernel -------------------------------------------------------------------------------
-    "kernel.deepsets-vs-set-transformer": (
-        "在一个成对集合任务上（是否存在一对点距离小于 r？），Set Transformer 在每个种子上都比规模相"
-        "近、求和池化的 Deep Sets 的留出准确率高至少 0.08。"
-    ),
     "kernel.gaussian-equivalence": (
         "softmax(q.k / s^2) 的行等于 exp(-|q - k|^2 / 2 s^2) exp(|k|^2 / 2 s^2) 归一化后的行："
         "query 因子 exp(-|q|^2/2s^2) 在行归一化中消去，而 key 因子 exp(-|k|^2/2s^2) 只有在所有 key "
         "范数相同时才消去（此时 softmax 的行就是归一化的高斯核行）。种子说两个因子都会消去。"
     ),
-    "kernel.linear-attention-kernel-regression": (
-        "非因果线性注意力的 O(n) 因式分解形式 phi(q)^T S / phi(q)^T z（S = sum_j phi(k_j) v_j^T，z "
-        "= sum_j phi(k_j)）恰好是核为 kappa(q, k) = phi(q)^T phi(k) 的 Nadaraya-Watson 估计，对 "
-        "elu+1、relu 和正随机特征都成立。"
-    ),
     "kernel.linear-attention-rnn": (
         "因果线性注意力的并行形式（显式带掩码的核矩阵）等于其循环形式（S += phi(k) v^T，z += "
         "phi(k)，out = phi(q)^T S / phi(q)^T z）以及分块的 O(n) 内存形式，对 elu+1、relu 和正随机特"
         "征都成立。"
-    ),
-    "kernel.nadaraya-watson": (
-        "每个注意力头的输出等于以 kappa(x, x') = exp((x W_Q)(x' W_K)^T / sqrt(d_k)) 为核、以 v_j 为"
-        "标签的 Nadaraya-Watson 估计，后者按显式核回归计算（这是恒等式，而非类比）。"
     ),
     "kernel.random-features": (
         "正随机特征 phi(x) = exp(w^T x - |x|^2/2)/sqrt(m) 无偏地估计 softmax 核 exp(q.k)，相对 RMS "
@@ -234,42 +161,14 @@ ZH_STATEMENTS: dict[str, str] = {
         "gamma_c。第三份种子的 f(T) = 1 + c loglog T / 1 + c (log T)^1.5 除数没有转变（对每个 c 都"
         "坍缩），其 Llama-2 困惑度表格也不出自该论文：被驳斥 / 无依据。"
     ),
-    "memory.outer-product-crosstalk": (
-        "外积记忆 W = sum v_i k_i^T，在 d 维中有 N 个随机单位 key，返回 v_i 加上均方为 (N-1)/d 的串"
-        "扰，所以在 N = d + 1 时串扰等于信号（教程的容量阈值）。但该阈值并不是检索失败之处：在 N = "
-        "d 时最近 value 解码仍 >= 99% 正确，且其错误率直到 N = 4d 都低于高斯串扰估计。"
-    ),
     # --- position -----------------------------------------------------------------------------
     "position.alibi": (
         "当 H 为 2 的幂时 ALiBi 斜率为 2^(-8h/H)，否则遵循 Press et al. 的交错规则；偏置随距离线性"
         "变化，通过 query/key 投影为零的 MultiHeadAttention 的注意力权重测量。"
     ),
-    "position.extrapolation-experiment": (
-        "一个在长度 L 的复制任务（一个片段，接着是它的副本）上训练的小型 RoPE 语言模型在 L 以内是准"
-        "确的（复制损失 <= 0.5 ln V），在不微调的情况下超过 2L 后退化（那里的损失至少走完从范围内损"
-        "失到随机水平 ln V 的一半路程）；可学习的绝对位置嵌入在超过 L 后失败（损失 >= 0.75 ln V）。"
-        "同一 RoPE 模型若把注意力限制在最近 L 个 key 上则不退化（走不到那段路程的一半），所以失败源"
-        "于对远处 key 的注意力。每个条件在所运行的每个种子上都成立。ALiBi 和各种缩放变体（PI、NTK、"
-        "dynamic NTK、YaRN、种子的高频插值）只按位置评估和展示：对它们不声称任何条件或排序（不微"
-        "调；ALiBi 在 tiny 规模下训练 150 步）。"
-    ),
     "position.kv-cache-compatibility": (
         "使用 KV 缓存的增量解码等于完整重算，对加性正弦编码（在其绝对位置加到 token 嵌入上）和 "
         "RoPE 都成立；第三份种子的 '正弦编码需要重算' 对标准解码被驳斥。"
-    ),
-    "position.learned-embedding-limit": (
-        "可学习的绝对位置嵌入对超出其表的位置会报出明确的错误，训练中从未见过的位置所对应的行保持初"
-        "始值（没有梯度到达它们）。"
-    ),
-    "position.rope-extrapolation-mechanism": (
-        "审查。超出训练长度后，见到训练中从未见过的相位的，恰好是波长 2π 10000^(2i/d) 超过训练长度"
-        "的那些频率对（低频），而不是高频对；位置插值损失的是高频对中相邻位置的分辨率，而不是低频对"
-        "的。保留：仅高频相位就会把远距离混叠到训练过的近距离上（种子的 '未见过的组合' 有这一真实对"
-        "应）。"
-    ),
-    "position.rope-long-term-decay": (
-        "RoFormer 的上界 |sum_i h_i e^{i s θ_i}| <= max_i |h_{i+1} - h_i| sum_j |S_j| 对旋转后的 "
-        "q、k 成立，且其相对部分 (1/(d/2)) sum_j |S_j| 随距离 s 衰减。"
     ),
     "position.rope-precision": (
         "对 bf16 模型，以 float32 计算角度可使位置 4096 处的相位误差低于 1e-2 rad；以 bf16 计算则误"
@@ -279,27 +178,11 @@ ZH_STATEMENTS: dict[str, str] = {
         "<R_m q, R_n k> 只依赖于 n - m（随机的 m、n，最大到 1e4）；θ = π/2 的算例对位置 (1, 3) 和 "
         "(5, 7) 都给出 -1。"
     ),
-    "position.window-relative": (
-        "在一个 query 只看到最近 W 个 key 的因果 RoPE 层中（外推研究中的窗口掩码），每个位置 t 的输"
-        "出等于同一层单独在窗口 x[t-W+1..t] 上、以位置 0..W-1 运行的输出：其 logits 只依赖于 < W 的"
-        "相对距离，所以无论序列多长，窗口模型都不会遇到训练中没有的距离。没有窗口时输出不同。"
-    ),
     # --- robotics -----------------------------------------------------------------------------
-    "robotics.act-cvae": (
-        "ACT 的训练损失等于动作块的平均绝对误差加上 beta 乘以在重参数化样本处 q(z | s, A) 相对 "
-        "N(0, I) 的闭式高斯 KL；推理时解码器以 z = 0 运行；不同的隐变量解码出不同的动作块。"
-    ),
     "robotics.chunking-tradeoff": (
         "存在扰动时，长的开环动作块无法作出反应（成功率随 k 增大而下降）；每步重新规划（MPC 控制时"
         "域 T_a = 1 < k）保持反应能力；ACT 的时间集成（最旧优先 exp(-0.01 i)）降低高频动作功率；它"
         "是否恢复反应能力，与最新优先的集成并列测量。每个条件在每个种子上都成立。"
-    ),
-    "robotics.compounding-error": (
-        "在带噪声专家的跟踪任务上做行为克隆：k = 1 时偏差随时域超线性增长；当动作块落在观测"
-        "的参考前视窗口 L 之内时（k - 1 <= L = 24 步：T^2 eps / k "
-        "假设每块误差 eps 不随 k 增长），误差随动作块大小 k 的每一步增加而下降（开环动"
-        "作块，每个种子）；L 之外的误差只测量、不预测；算例 T=400, eps=0.01："
-        "1600 对比 k = 90 时的 ~18（~18 是 T^2 eps / k，而不是代入 (T/k)^2 eps）。"
     ),
     "robotics.dt-causal-conditioning": (
         "Decision Transformer 对 a_t 的预测（在状态 token s_t 处读出）只是 R_1..R_t、s_1..s_t 和 "
@@ -321,25 +204,5 @@ ZH_STATEMENTS: dict[str, str] = {
         "选择方向：两次独立抽取的 z 会把一些起点送往不同的方向。每个种子都如此。（issue 14 中收窄："
         "在 tiny 规模下 CVAE 没有复现演示数据的 50/50 划分，见注释。）"
     ),
-    "robotics.receding-horizon": (
-        "以控制时域 T_a（MPC 控制时域）执行的动作块策略在第 0, T_a, 2 T_a, ... 步查询策略，并执行"
-        "在 s 步发出的动作块中的 a_{s|s}, ..., a_{s+T_a-1|s}；T_a = k 为开环，T_a = 1 为每步重新规"
-        "划。"
-    ),
-    "robotics.return-to-go": (
-        "Decision Transformer 的训练数据带有剩余回报 R_t = sum_{t' >= t} r_{t'}（奖励的后缀和），"
-        "其 rollout 以 R_{t+1} = R_t - r_t 为第 t + 1 步的条件：目标减去迄今获得的奖励。"
-    ),
-    "robotics.temporal-ensembling": (
-        "ACT 的时间集成在每一步 t 执行所有对 t 的动作块预测的加权平均，w_i = exp(-0.01 i)，i = 0 为"
-        "最旧的预测（越旧的预测权重越大），这是对动作块流的低通滤波。种子在预测 a_{t|t-j} 上的 w_j "
-        "= e^{-beta j}（j 为时龄：最新的权重最大）不是 ACT 的加权方式。"
-    ),
     # --- spectrum -----------------------------------------------------------------------------
-    "spectrum.qk-localization": (
-        "在 W_QK 特征谱的均值固定且非零时，随机输入上的注意力熵随特征值方差缩小而下降（注意力局部"
-        "化），且使用通用特征值求解器的监测器能从权重中恢复该均值和方差。第三份种子的监测器在同样的"
-        "头上被驳斥：对非对称的 W_Q W_K^T 使用 eigvalsh（只读取一个三角）不能恢复谱，且其 kappa = "
-        "lambda_1 / sum lambda 随注意力分散而上升，与 'kappa -> 1 表示局部化' 相反。"
-    ),
 }
