@@ -18,6 +18,7 @@ from transformer_math.claims.registry import (
     Figure,
     Series,
     Size,
+    at_least,
     at_most,
     claim,
     decide,
@@ -63,17 +64,27 @@ def symmetry_gaps(positions: str, vocab_size: int, seed: int, models_per_kind: i
     "expressivity.no-position-equivariant",
     source=f"{SEED_000_84} (Yun et al., ICLR 2020, Theorem part 1); 000 §8.3.1 property (3); "
     "exercise 8.3.4-2",
-    statement="""Without a position code every Transformer is permutation equivariant: equal
-    tokens get equal outputs wherever they stand, so targets such as reverse or copy-first can
-    only be met up to the equivariant Bayes ceiling; a position code breaks the symmetry.""",
+    statement="""Without a position code every bidirectional Transformer (no causal mask) is
+    permutation equivariant: equal tokens get equal outputs wherever they stand, so targets such
+    as reverse or copy-first can only be met up to the equivariant Bayes ceiling; a position
+    code breaks the symmetry. (A causal mask is itself a position signal: the claim is about the
+    unmasked stack of 000:263-281.)""",
+    statement_zh="""没有位置编码时，每个双向 Transformer（无因果掩码）都是置换等变的：相同的 token
+    无论位于何处都得到相同的输出，因此像反转或复制第一个这样的目标最多只能达到等变贝叶斯上限；
+    位置编码打破了这种对称性。（因果掩码本身就是位置信号：本论断针对 000:263-281 的无掩码
+    堆叠。）""",
     tier="quick",
     falsifier="presets.position-dropped",
     expected="verified",
-    version=1,
+    version=2,
     kind="measurement",
-    audit="""Issue 31 review: sound; no change (random float64 models of the project's
-    Transformer through experiments.presets; falsifier presets.position-dropped in the preset
-    builder that the experiments use).""",
+    audit="""Issue 31 review: sound; version 2 after the adversarial review (R8, outcome
+    problem): the statement said "every Transformer", false for causal models (the project's
+    TransformerConfig defaults to causal=True); it now says bidirectional, and the clause "a
+    position code breaks the symmetry", never checked in version 1, is a margin: the same random
+    models with a learned position table must give equal tokens outputs that differ by far more
+    than rounding (floor 1e-3 x output scale, six decades above the 1e-9 equivariance
+    tolerance). Falsifier presets.position-dropped in the preset builder the experiments use.""",
     seed_refs=[("000", 263, 281), ("000", 716, 719)],
 )
 def check_no_position_equivariant(ctx: Context) -> Evidence:
@@ -88,10 +99,15 @@ def check_no_position_equivariant(ctx: Context) -> Evidence:
                          1 if ctx.size is Size.TINY else 3, x, perm, gen)
     unit = max(1.0, gaps["scale"])
     tol = 1e-9 * unit  # float64 rounding through two blocks (~1e-15 relative)
+    with_pos = symmetry_gaps("learned", spec.vocab_size, ctx.seed, 1, x, perm, gen)
+    pos_unit = max(1.0, with_pos["scale"])
     margins = [
         at_most("max |f(x)_i - f(x)_j| over x_i = x_j, / max(1, output scale)",
                 gaps["equal_gap"] / unit, 1e-9),
         at_most("max |f(P x) - P f(x)| / max(1, output scale)", gaps["perm_gap"] / unit, 1e-9),
+        at_least("with a learned position code: max |f(x)_i - f(x)_j| over x_i = x_j, / max(1, "
+                 "output scale) (the symmetry is broken)", with_pos["equal_gap"] / pos_unit,
+                 1e-3),
     ]
     ceil_gen = ctx.generator(12)
     ceilings = {task: equivariant_accuracy_ceiling(task, spec, 4000, ceil_gen)
