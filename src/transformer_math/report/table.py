@@ -217,7 +217,8 @@ def _field_grid(rows: Iterable[tuple[str, RenderableType]]) -> Table:
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
     for key, value in rows:
-        grid.add_row(key, value)
+        # a plain string is data, never rich markup: "TC^0[log n]" keeps its brackets
+        grid.add_row(key, Text(value) if isinstance(value, str) else value)
     return grid
 
 

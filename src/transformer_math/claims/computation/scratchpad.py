@@ -75,7 +75,12 @@ def _accuracy_figure(res: parity_scratchpad.ParityScratchpadResult, big_l: int) 
     receptive field 16 = L) it can, but the direct arm does not learn 16-bit PARITY in 600
     steps (0.48-0.54 at L over 3 seeds, scratchpad 1.0 at every length 8..64): inconclusive at
     both. What would decide it: a direct arm that learns PARITY at L (the large preset, 3000
-    steps, or a longer default budget), 3 seeds.""",
+    steps, or a longer default budget), 3 seeds. Review R9 (outcome problem, kept as a limit
+    of this version): both arms share the sliding window, and beyond 2L its reach no longer
+    covers the first bits, so a direct arm at chance there would measure the window, not
+    Hahn's bound; a decisive run needs the direct arm with full causal attention (the
+    scratchpad arm may keep the window) and a length budget where it learns PARITY at L.
+    Until then the verdict stays inconclusive.""",
 )
 def check_parity(ctx: Context) -> Evidence:
     def one(c: Context) -> tuple[dict[str, float], tuple]:
