@@ -73,7 +73,12 @@ def test_full_claim_tiny_config_runs(claim, full_runs):
     res = full_runs(claim.id)
     assert res.error is None, res.error
     assert res.evidence.measured is not None
-    assert res.expected_met, (claim.expected, res.evidence.verdict, res.evidence.notes[-3:])
+    # size tiny may be too small to decide a statement: inconclusive is then the honest
+    # verdict (issue 31), never a failure; any decided verdict must be the expected one
+    undecided = res.evidence.verdict is Verdict.INCONCLUSIVE
+    assert res.expected_met or undecided, (claim.expected, res.evidence.verdict,
+                                           res.evidence.notes[-3:])
+    assert not res.problem
     assert res.evidence.per_seed is not None, "a training claim reports per_seed"
     assert claim.seeded, "a training claim sweeps its seeds through over_seeds (execution/)"
     if claim.falsifier is not None:
