@@ -128,7 +128,12 @@ def _run_cliff(ctx: Context, chunk: int, per_step: bool, episodes: int,
     model that the seed's derivation ('有效决策步数从 T 降到 T/k', errors per decision) does not
     assume. The per-step arm stays as a measured property of the model (cost(k = 90) equals the
     unchunked DP), no longer a seed margin. Version 2; the thresholds are unchanged (6 standard
-    errors of a Monte Carlo mean).""",
+    errors of a Monte Carlo mean). Review R6 (outcome problem) reads the seed as intending
+    T^2 eps / k (its 1600/90 example, "除掉了复合误差的一个因子") and would verify it;
+    disputed by the lead and kept: the record refutes the derivation as written (the stated
+    substitution gives (T/k)^2 eps), and its correct statement already says that T^2 eps / k
+    is what a per-decision error of eps over chunks of k steps gives; the result is not what
+    is refuted, the step that is said to produce it is.""",
 )
 def check_chunked_error_bound(ctx: Context) -> Evidence:
     episodes = ctx.pick(4000, 20000, 50000)
