@@ -642,7 +642,7 @@ def claim(
     return register
 
 
-_NOT_TOPICS = frozenset({"registry", "margins", "seeds", "mutants"})  # the machinery, not claims
+_NOT_TOPICS = frozenset({"registry", "margins", "seeds", "seed_hook", "mutants"})  # machinery
 
 
 def _import_topic_modules() -> None:
@@ -854,7 +854,7 @@ def run_claim(c: Claim, ctx: Context, *, falsifier: bool = True,
               seed_hook_for: Callable[[str], Any] | None = None) -> ClaimResult:
     """Run a claim's check, then its falsifier (the same check with the falsifier's bug).
 
-    ``seed_hook_for(phase)`` gives each phase's ``claims.seeds.SeedHook`` (an executor's seeds
+    ``seed_hook_for(phase)`` gives each phase's ``claims.seed_hook.SeedHook`` (an executor's seeds
     computed elsewhere, :mod:`transformer_math.execution`); ``ClaimResult.timing`` holds each
     phase's seconds, seeds computed elsewhere included, and each seed's seconds.
     """
@@ -887,7 +887,7 @@ def run_claim(c: Claim, ctx: Context, *, falsifier: bool = True,
         """
         if not (c.seeded and ctx.seeds > 1):
             return phase("falsifier")
-        from transformer_math.claims.seeds import SeedHook
+        from transformer_math.claims.seed_hook import SeedHook
 
         captured: dict[int, Any] = {}
         lead = (seed_hook_for("falsifier") if seed_hook_for is not None

@@ -28,6 +28,21 @@ from typing import Any
 
 from transformer_math import bugs
 from transformer_math.claims.registry import Context, Margin, at_least, at_most
+from transformer_math.claims.seed_hook import (
+    SeedCollected,
+    SeedFailedElsewhereError,
+    SeedHook,
+    SeedRun,
+)
+
+__all__ = [
+    "PerSeed",
+    "SeedCollected",
+    "SeedFailedElsewhereError",
+    "SeedHook",
+    "SeedRun",
+    "over_seeds",
+]
 
 
 @dataclass
@@ -80,53 +95,6 @@ class PerSeed:
             "min": {k: self.lo(k) for k in self.values},
             "max": {k: self.hi(k) for k in self.values},
         }
-
-
-@dataclass
-class SeedRun:
-    """One seed's run of a check's sweep: its named numbers, the run's extra item (figure
-    data), its seconds, the bug sites it queried (:func:`bugs.recording`; replayed when the
-    run is used elsewhere, so a claim's reached sites do not depend on where its seeds ran),
-    and the error message when the run raised instead."""
-
-    seed: int
-    values: dict[str, float]
-    extra: Any = None
-    seconds: float = 0.0
-    reached: list[str] = field(default_factory=list)
-    error: str | None = None
-
-
-class SeedCollected(BaseException):
-    """Raised by :func:`over_seeds` in a check run for one seed (``SeedHook.only``): it carries
-    that seed's run out of the check. A ``BaseException`` so that no check's ``except
-    Exception`` swallows it."""
-
-    def __init__(self, run: SeedRun) -> None:
-        super().__init__(f"seed {run.seed} collected")
-        self.run = run
-
-
-class SeedFailedElsewhereError(RuntimeError):
-    """A seed handed over in ``SeedHook.cached`` whose run raised where it ran."""
-
-
-@dataclass
-class SeedHook:
-    """How :func:`over_seeds` treats the seeds of the one sweep of a check.
-
-    - ``only``: compute this seed alone and raise :class:`SeedCollected` with its run;
-    - ``cached``: runs computed elsewhere, used instead of computing (an errored run re-raises
-      as :class:`SeedFailedElsewhereError`);
-    - ``on_seed``: called with every run computed here, as soon as it finished.
-    """
-
-    only: int | None = None
-    cached: dict[int, SeedRun] = field(default_factory=dict)
-    on_seed: Callable[[SeedRun], None] | None = None
-    calls: int = 0
-    #: the runs the sweep used, with whether each came from ``cached``
-    used: list[tuple[SeedRun, bool]] = field(default_factory=list)
 
 
 def _one_run(ctx: Context, s: int, run: Callable[[Context], Any]) -> SeedRun:

@@ -17,17 +17,26 @@ other processes; it still sees what the neighbours do to shared caches and memor
 Timings are not deterministic: a verdict should rest on counted work
 (:mod:`transformer_math.diagnostics.op_counts`); times are information beside it, or benchmarks
 (``tmath bench``), which compare exponents or ratios measured side by side, never absolute times.
+
+The clocks and the repeat loops live in :mod:`transformer_math.clocks` (the lowest layer, so
+``theory`` can use them too) and are re-exported here; this module adds the thread pinning.
 """
 
 from __future__ import annotations
 
-import statistics
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import torch
+
+from transformer_math.clocks import (
+    CLOCKS,
+    median_seconds,
+    time_over_sizes,
+    times_over_sizes,
+)
+
+__all__ = ["CLOCKS", "median_seconds", "time_over_sizes", "times_over_sizes", "torch_threads"]
 
 
 @contextmanager
@@ -43,88 +52,3 @@ def torch_threads(num_threads: int) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
-CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "thread": time.thread_time}
-
-
-def _clock(name: str) -> Callable[[], float]:
-    if name not in CLOCKS:
-        raise ValueError(f"clock must be one of {sorted(CLOCKS)}, got {name!r}")
-    return CLOCKS[name]
-
-
-def median_seconds(
-    fn: Callable[[], Any], *, repeats: int = 5, warmup: int = 1, clock: str = "wall"
-) -> float:
-    """Median seconds of ``fn()`` over ``repeats`` calls after ``warmup`` calls."""
-    if repeats < 1:
-        raise ValueError(f"repeats must be >= 1, got {repeats}")
-    if warmup < 0:
-        raise ValueError(f"warmup must be >= 0, got {warmup}")
-    now = _clock(clock)
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(repeats):
-        start = now()
-        fn()
-        samples.append(now() - start)
-    return statistics.median(samples)
-
-
-_REDUCERS: dict[str, Callable[[list[float]], float]] = {"median": statistics.median, "min": min}
-
-
-def times_over_sizes(
-    make_call: Callable[[int], Callable[[], Any]],
-    sizes: Sequence[int],
-    *,
-    repeats: int = 5,
-    warmup: int = 1,
-    clocks: Sequence[str] = ("thread", "wall"),
-    statistic: str = "min",
-) -> dict[str, list[float]]:
-    """Seconds of ``make_call(n)()`` for each ``n`` in ``sizes`` on every clock of ``clocks``,
-    read around the same calls (interleaved as in :func:`time_over_sizes`)."""
-    if statistic not in _REDUCERS:
-        raise ValueError(f"statistic must be one of {sorted(_REDUCERS)}, got {statistic!r}")
-    if repeats < 1:
-        raise ValueError(f"repeats must be >= 1, got {repeats}")
-    if warmup < 0:
-        raise ValueError(f"warmup must be >= 0, got {warmup}")
-    if not clocks:
-        raise ValueError("clocks must name at least one clock")
-    now = [_clock(c) for c in clocks]
-    calls = [make_call(n) for n in sizes]
-    for call in calls:
-        for _ in range(warmup):
-            call()
-    samples: dict[str, list[list[float]]] = {c: [[] for _ in calls] for c in clocks}
-    for _ in range(repeats):
-        for i, call in enumerate(calls):
-            starts = [read() for read in now]
-            call()
-            ends = [read() for read in now]
-            for c, t0, t1 in zip(clocks, starts, ends, strict=True):
-                samples[c][i].append(t1 - t0)
-    return {c: [_REDUCERS[statistic](s) for s in samples[c]] for c in clocks}
-
-
-def time_over_sizes(
-    make_call: Callable[[int], Callable[[], Any]],
-    sizes: Sequence[int],
-    *,
-    repeats: int = 5,
-    warmup: int = 1,
-    clock: str = "wall",
-    statistic: str = "median",
-) -> list[float]:
-    """Seconds of ``make_call(n)()`` for each ``n`` in ``sizes``, interleaved.
-
-    ``make_call(n)`` builds the inputs (outside the timed region) and returns the call to time.
-    Each size is warmed up ``warmup`` times; then ``repeats`` rounds time every size once.
-    ``statistic`` reduces the repeats: ``median``, or ``min`` (the least disturbed run: other
-    processes can only add time, so the minimum estimates the intrinsic cost).
-    """
-    return times_over_sizes(
-        make_call, sizes, repeats=repeats, warmup=warmup, clocks=(clock,), statistic=statistic
-    )[clock]

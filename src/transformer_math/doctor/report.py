@@ -305,7 +305,7 @@ def write_report(diagnosis: Any, out_dir: str | Path) -> Path:
     """Write the report of ``diagnosis`` (a :class:`~transformer_math.doctor.findings.Diagnosis`
     or its JSON form) into ``out_dir``: ``index.html``, ``figures/<name>.png`` (old PNGs there
     are removed first) and ``diagnosis.json``; return the path of ``index.html``."""
-    from transformer_math.report.results import write_json
+    from transformer_math.typed_json import write_json
 
     doc = _as_document(diagnosis)
     out = Path(out_dir)

@@ -4,7 +4,8 @@ JSON has no NaN or infinity, yet a measurement may be one (a falsifier that over
 point of ``attention.stable-softmax``). :func:`to_jsonable` therefore writes non-finite floats as
 the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` and the file is written with
 ``allow_nan=False``, so any JSON reader can open it. Tensors, arrays and numpy scalars become
-lists and numbers; enums their values; anything else unknown its ``str``.
+lists and numbers; enums their values; anything else unknown its ``str``. The writer is the
+project's one strict JSON writer, :mod:`transformer_math.typed_json`, re-exported here.
 """
 
 from __future__ import annotations
@@ -12,15 +13,14 @@ from __future__ import annotations
 import datetime as _dt
 import itertools
 import json
-import math
 import platform
 import re
 from collections.abc import Iterable, Mapping
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from transformer_math.report.results_schema import SchemaError, check_claim_entry
+from transformer_math.typed_json import dumps, to_jsonable, write_json  # noqa: F401
 
 if TYPE_CHECKING:
     from transformer_math.claims.registry import Claim, ClaimResult
@@ -43,37 +43,6 @@ CLAIM_KEYS: tuple[str, ...] = (
 )
 
 VERDICTS: tuple[str, ...] = ("verified", "refuted", "failed", "cited", "inconclusive")
-
-
-def to_jsonable(value: Any) -> Any:
-    """A copy of ``value`` made only of dict, list, str, finite float, int, bool and None."""
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "NaN"
-        if math.isinf(value):
-            return "Infinity" if value > 0 else "-Infinity"
-        return value
-    if isinstance(value, Enum):
-        return to_jsonable(value.value)
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, Mapping):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        items = sorted(value, key=repr) if isinstance(value, set | frozenset) else value
-        return [to_jsonable(v) for v in items]
-    tolist = getattr(value, "tolist", None)  # torch.Tensor, numpy arrays and scalars
-    if callable(tolist):
-        try:
-            return to_jsonable(tolist())
-        except (TypeError, ValueError, RuntimeError):
-            pass
-    to_json = getattr(value, "to_json", None)  # Figure and friends
-    if callable(to_json):
-        return to_jsonable(to_json())
-    return str(value)
 
 
 def environment() -> dict[str, Any]:
@@ -173,19 +142,6 @@ def summary_from_claims(claims: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "problems": problems,
         "seconds": round(seconds, 3),
     }
-
-
-def dumps(document: Any) -> str:
-    """Strict JSON text (no NaN), indented, with a trailing newline."""
-    return json.dumps(to_jsonable(document), indent=2, allow_nan=False) + "\n"
-
-
-def write_json(document: Any, path: Path) -> Path:
-    """Write ``document`` as strict JSON to ``path`` atomically (parent folders are created; a
-    link at ``path`` is replaced, never followed: :mod:`transformer_math.safe_write`)."""
-    from transformer_math import safe_write
-
-    return safe_write.write_text(path, dumps(document))
 
 
 MAX_RESULTS_BYTES = 64 * 2**20

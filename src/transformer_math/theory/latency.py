@@ -295,7 +295,7 @@ def measure_cpu_hardware(*, size: int = 512, copy_mib: int = 64, repeats: int = 
     src = torch.empty(copy_mib * 2**20 // 4)
     dst = torch.empty_like(src)
 
-    from transformer_math.diagnostics.timing import median_seconds
+    from transformer_math.clocks import median_seconds
 
     mm = median_seconds(lambda: torch.mm(a, b), repeats=repeats)
     cp = median_seconds(lambda: dst.copy_(src), repeats=repeats)
