@@ -133,8 +133,8 @@ def test_gemma_parts(tmp_path, ref):
     c = ours.config
     assert (c.feedforward, c.head_dim, c.hidden_size // c.num_heads) == ("geglu_tanh", 16, 8)
     assert c.embedding_scale == 32 ** 0.5 and c.tie_embeddings
-    stored = hf_model.model.norm.weight
-    assert torch.allclose(ours.final_norm.weight, stored + 1.0)
+    assert c.norm == "rmsnorm_gemma"  # the model keeps w of the gain 1 + w, as stored
+    assert torch.equal(ours.final_norm.weight, hf_model.model.norm.weight)
 
 
 def test_qwen2_biases(tmp_path, ref):

@@ -62,7 +62,7 @@ def test_sampling_top_k_and_temperature(llama_dir, ref):
     assert torch.equal(a, b)  # explicit generator: reproducible
     # each sampled token is among the 5 most likely under the (uncached) model
     with torch.no_grad():
-        logits = ours(a[:, :-1])[:, prompt.shape[1] - 1:]
+        logits = ours(a[:, :-1]).logits[:, prompt.shape[1] - 1:]
     top5 = logits.topk(5, dim=-1).indices
     assert (top5 == a[:, prompt.shape[1]:].unsqueeze(-1)).any(-1).all()
 
@@ -79,7 +79,7 @@ def test_sampling_top_p(llama_dir, ref):
     got = ours.generate(prompt, 8, temperature=1.0, top_p=top_p, eos_token_id=None,
                         generator=torch.Generator().manual_seed(5))
     with torch.no_grad():
-        probs = torch.softmax(ours(got[:, :-1])[:, n0 - 1:], dim=-1)  # (B, 8, V)
+        probs = torch.softmax(ours(got[:, :-1]).logits[:, n0 - 1:], dim=-1)  # (B, 8, V)
     chosen = probs.gather(-1, got[:, n0:].unsqueeze(-1))
     mass_above = (probs * (probs > chosen)).sum(-1)  # mass of strictly more likely tokens
     assert (mass_above < top_p).all()
@@ -113,7 +113,7 @@ def test_generation_uses_the_shared_sampler(llama_dir, ref):
     got = ours.generate(prompt, 1, temperature=0.7, top_k=7, top_p=0.9,
                         generator=torch.Generator().manual_seed(11))
     with torch.no_grad():
-        logits = ours(prompt)[:, -1]
+        logits = ours(prompt).logits[:, -1]
     expected = choose_next_token(logits, temperature=0.7, top_k=7, top_p=0.9,
                                  generator=torch.Generator().manual_seed(11))
     assert torch.equal(got[:, -1:], expected)
@@ -191,12 +191,13 @@ def test_save_pretrained_round_trip_through_hf(tmp_path, ref, family):
     again = from_pretrained(tmp_path / "b")
     assert again.config == ours.config and again.checkpoint_info == ours.checkpoint_info
     save_pretrained(ours, tmp_path / "c")  # single file
-    assert torch.equal(from_pretrained(tmp_path / "c")(ref.tokens(1, 5)), ours(ref.tokens(1, 5)))
+    assert torch.equal(from_pretrained(tmp_path / "c")(ref.tokens(1, 5)).logits,
+                       ours(ref.tokens(1, 5)).logits)
     reloaded = hf_cls.from_pretrained(tmp_path / "b").eval()
     ids = ref.tokens(2, 9)
     with torch.no_grad():
-        base = ours(ids)
-        assert torch.equal(again(ids), base)
+        base = ours(ids).logits
+        assert torch.equal(again(ids).logits, base)
         assert (reloaded(ids).logits - base).abs().max() <= TOL
 
 
@@ -212,8 +213,8 @@ def test_meta_layout_import_needs_the_permutation(tmp_path, llama_dir, ref):
     ids = ref.tokens(2, 12)
     with torch.no_grad():
         expected = hf_model(ids).logits
-        permuted = from_meta(meta)(ids)
-        unpermuted = from_meta(meta, permute_qk=False)(ids)
+        permuted = from_meta(meta)(ids).logits
+        unpermuted = from_meta(meta, permute_qk=False)(ids).logits
     assert (permuted - expected).abs().max() <= TOL
     assert (unpermuted - expected).abs().max() > 100 * TOL  # the interleaved layout read as half
     # independent check that the exported tensors really are Meta's layout: unpermuted, they
@@ -222,7 +223,7 @@ def test_meta_layout_import_needs_the_permutation(tmp_path, llama_dir, ref):
     interleaved = RotaryEmbedding(c.dim_per_head, base=c.rope_theta, layout="interleaved")
     native.set_rotary(interleaved)
     with torch.no_grad():
-        assert (native(ids) - expected).abs().max() <= TOL
+        assert (native(ids).logits - expected).abs().max() <= TOL
 
 
 def test_meta_state_dict_is_the_inverse_of_from_meta(tmp_path, llama_dir):
@@ -247,4 +248,4 @@ def test_legacy_gpt2_names_and_mask_buffers(tmp_path, ref):
     save_file(legacy, str(tmp_path / "model.safetensors"))
     ids = ref.tokens(1, 10)
     with torch.no_grad():
-        assert (from_pretrained(tmp_path)(ids) - hf_model(ids).logits).abs().max() <= TOL
+        assert (from_pretrained(tmp_path)(ids).logits - hf_model(ids).logits).abs().max() <= TOL

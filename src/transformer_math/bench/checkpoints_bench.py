@@ -84,7 +84,7 @@ def _forward(family: str) -> Benchmark:
 
     def candidate() -> object:
         with torch.inference_mode():
-            return ours(ids)
+            return ours(ids).logits
 
     return Benchmark(
         name=f"checkpoints.{family}-forward",

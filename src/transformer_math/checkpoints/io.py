@@ -46,7 +46,6 @@ from torch import Tensor
 
 from transformer_math import safe_write
 from transformer_math.checkpoints.adapters import ADAPTERS, Adapter, Rule
-from transformer_math.checkpoints.adapters.keys import token_ids
 from transformer_math.checkpoints.files import (
     check_name,
     inside,
@@ -55,7 +54,9 @@ from transformer_math.checkpoints.files import (
     read_json,
     regular_file,
 )
+from transformer_math.checkpoints.generation_config import GenerationConfig
 from transformer_math.checkpoints.info import CheckpointInfo
+from transformer_math.checkpoints.pretrained import PretrainedTransformer
 from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.init import no_init_draws
 from transformer_math.nn.transformer import Transformer
@@ -374,10 +375,16 @@ def _canonical(adapter: Adapter, named: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _build(adapter: Adapter, config: TransformerConfig, info: CheckpointInfo, rules: list[Rule],
-           tensors: Mapping[str, Tensor], dtype: torch.dtype) -> Transformer:
-    """Allocate the model (no init draws: everything is overwritten) and copy ``tensors``."""
+           tensors: Mapping[str, Tensor], dtype: torch.dtype) -> PretrainedTransformer:
+    """Allocate the model (no init draws: everything is overwritten) and copy ``tensors``.
+
+    Only the parameters take ``dtype``: the RoPE frequencies and cos/sin tables (buffers) stay
+    float32, as transformers keeps them (its rotary embedding computes in float32 and casts
+    cos/sin to the activations' dtype)."""
     with no_init_draws():
-        model = Transformer(config).to(dtype)
+        model = PretrainedTransformer(config)
+    for param in model.parameters():  # a tied head is one Parameter: cast once
+        param.data = param.data.to(dtype)
     own = model.state_dict()
     with torch.no_grad():
         for rule in rules:
@@ -392,20 +399,69 @@ def _build(adapter: Adapter, config: TransformerConfig, info: CheckpointInfo, ru
 
 
 def _load(adapter: Adapter, config: TransformerConfig, info: CheckpointInfo, stored: Stored,
-          source: str, dtype: torch.dtype, **options: Any) -> Transformer:
+          source: str, dtype: DtypeArg, **options: Any) -> PretrainedTransformer:
     """Check everything (layer count, names, shapes, dtypes), then allocate and read."""
+    chosen = resolve_dtype(dtype, info.dtype, stored, source)
     shapes = _canonical(adapter, stored.shapes)
     check_layers(adapter, config, shapes, source)
     rules = adapter.rules(config, **options)
     validate(adapter, config, rules, shapes, source, _canonical(adapter, stored.floating))
-    return _build(adapter, config, info, rules, _canonical(adapter, stored.read()), dtype)
+    return _build(adapter, config, info, rules, _canonical(adapter, stored.read()), chosen)
+
+
+# ------------------------------------------------------------------------------------ dtype
+
+
+DtypeArg = str | torch.dtype
+DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "bfloat16": torch.bfloat16,
+                                  "float16": torch.float16, "float64": torch.float64}
+"""The dtypes a checkpoint loads in, by name (transformers' names: ``torch.<name>``)."""
+_SAFETENSORS_DTYPES = {"F32": "float32", "BF16": "bfloat16", "F16": "float16", "F64": "float64"}
+
+
+def resolve_dtype(dtype: DtypeArg, config_dtype: str | None, stored: Stored,
+                  source: str = "config.json") -> torch.dtype:
+    """The parameter dtype of a load: ``dtype`` itself (a torch dtype or a name of
+    :data:`DTYPES`), or for ``"auto"`` what transformers 5 picks (``modeling_utils._get_dtype``):
+    the config's ``dtype`` (legacy ``torch_dtype``), else the dtype of the first floating-point
+    tensor stored. Anything else is a ``ValueError`` naming the argument or the config key."""
+    names = ", ".join(repr(n) for n in DTYPES)
+    if isinstance(dtype, torch.dtype):
+        if dtype not in DTYPES.values():
+            raise ValueError(f"dtype must be 'auto' or one of {names} (or the torch dtype), got "
+                             f"{dtype}")
+        return dtype
+    if not isinstance(dtype, str) or (dtype != "auto" and dtype not in DTYPES):
+        raise ValueError(f"dtype must be 'auto' or one of {names} (or the torch dtype), got "
+                         f"{dtype!r}"[:300])
+    if dtype != "auto":
+        return DTYPES[dtype]
+    if config_dtype is not None:
+        name = config_dtype.removeprefix("torch.")
+        if name not in DTYPES:
+            raise ValueError(f"dtype {config_dtype!r} in {source} is not one the project loads "
+                             f"({names}); pass dtype= explicitly"[:300])
+        return DTYPES[name]
+    for tensor, floating in stored.floating.items():
+        if floating:
+            kind = stored.dtypes[tensor]
+            name = _SAFETENSORS_DTYPES.get(kind, kind)
+            if name not in DTYPES:
+                raise ValueError(f"tensor {tensor!r} is stored as {kind}, which the project does "
+                                 f"not load with dtype='auto'; pass dtype= explicitly")
+            return DTYPES[name]
+    return torch.float32
 
 
 # ----------------------------------------------------------------------------- public entry points
 
 
-def from_pretrained(path: str | Path, *, dtype: torch.dtype = torch.float32) -> Transformer:
+def from_pretrained(path: str | Path, *, dtype: DtypeArg = "auto") -> PretrainedTransformer:
     """Load an HF-layout checkpoint directory of any ``ADAPTERS`` family with layout "hf".
+
+    ``dtype``: ``"auto"`` (default) keeps the folder's dtype as transformers 5 does (the config's
+    ``dtype``/``torch_dtype``, else the stored tensors'; :func:`resolve_dtype`), or a name
+    (``"float32"``, ``"bfloat16"``, ...) or a ``torch.dtype`` to convert to.
 
     Nothing is trusted and the whole directory is checked before the first tensor is read:
     every file is confined to the directory (``checkpoints/files.py``: no ``..``, no absolute
@@ -417,37 +473,63 @@ def from_pretrained(path: str | Path, *, dtype: torch.dtype = torch.float32) -> 
     and filled. Every refusal is a ``ValueError`` (``FileNotFoundError`` for a missing file)
     naming the file, key or tensor.
 
-    Returns a :class:`Transformer` in eval mode with ``model.checkpoint_info`` set.
+    Returns a :class:`~transformer_math.checkpoints.pretrained.PretrainedTransformer` (a
+    :class:`Transformer` whose forward returns ``.logits``/``.loss``) in eval mode with
+    ``model.checkpoint_info`` and ``model.generation_config`` set.
     """
     source = str(Path(path) / "config.json")
     config, info = config_from_hf(read_config(path), source)  # before any tensor file
-    info = read_generation_config(path, info)
+    gen = read_generation_settings(path)
+    info = _with_token_ids(info, gen)
     stored = stored_tensors(path)
-    return _load(ADAPTERS.get(info.family), config, info, stored, source, dtype)
+    model = _load(ADAPTERS.get(info.family), config, info, stored, source, dtype)
+    model.generation_config = _with_info_ids(gen, info)
+    return model
 
 
 GENERATION_CONFIG = "generation_config.json"
 _TOKEN_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id")
 
 
-def read_generation_config(path: str | Path, info: CheckpointInfo) -> CheckpointInfo:
-    """``info`` with the token ids of ``generation_config.json`` (if the directory has one: a
-    regular file inside it, a JSON object, ids type-checked) in place of ``config.json``'s;
-    transformers' ``generate`` reads them from there (e.g. Llama 3 Instruct lists more eos
-    ids there than in ``config.json``)."""
+def read_generation_settings(path: str | Path) -> GenerationConfig:
+    """The parsed ``generation_config.json`` of a directory (a regular file inside it, a JSON
+    object, every value checked: ``checkpoints/generation_config.py``); an empty
+    :class:`GenerationConfig` when there is none."""
     file = optional_file(_root(path), GENERATION_CONFIG, "generation config")
     if file is None:
-        return info
-    data = read_json(file, "generation config")
-    where = str(file)
-    ids = {k: token_ids(data, k, source=where, many=k == "eos_token_id") for k in _TOKEN_KEYS}
+        return GenerationConfig()
+    return GenerationConfig.from_dict(read_json(file, "generation config"), str(file))
+
+
+def _with_token_ids(info: CheckpointInfo, gen: GenerationConfig) -> CheckpointInfo:
+    """``info`` with the token ids of the generation config in place of ``config.json``'s;
+    transformers' ``generate`` reads them from there (e.g. Llama 3 Instruct lists more eos
+    ids there than in ``config.json``)."""
+    ids = {k: getattr(gen, k) for k in _TOKEN_KEYS}
     return dataclasses.replace(info, **{k: v for k, v in ids.items() if v is not None})
 
 
-def generation_config(info: CheckpointInfo) -> dict[str, Any]:
-    """The ``generation_config.json`` dict of ``info`` (its token ids)."""
+def _with_info_ids(gen: GenerationConfig, info: CheckpointInfo) -> GenerationConfig:
+    """``gen`` with the ids it leaves unset taken from ``config.json`` (transformers builds the
+    generation config from the model config when the file lacks them)."""
+    ids = {k: getattr(info, k) for k in _TOKEN_KEYS if getattr(gen, k) is None}
+    return dataclasses.replace(gen, **{k: v for k, v in ids.items() if v is not None})
+
+
+def read_generation_config(path: str | Path, info: CheckpointInfo) -> CheckpointInfo:
+    """``info`` with the token ids of ``generation_config.json`` (if any) in place of
+    ``config.json``'s."""
+    return _with_token_ids(info, read_generation_settings(path))
+
+
+def generation_config(info: CheckpointInfo, gen: GenerationConfig | None = None
+                      ) -> dict[str, Any]:
+    """The ``generation_config.json`` dict: ``gen``'s settings (when given) with ``info``'s
+    token ids."""
     ids = info.to_config()
-    return {k: ids[k] for k in _TOKEN_KEYS if ids[k] is not None}
+    out = {} if gen is None else gen.to_dict()
+    out.update({k: ids[k] for k in _TOKEN_KEYS if ids[k] is not None})
+    return out
 
 
 _SHARD = re.compile(r"model-\d{5}-of-\d{5}\.safetensors")
@@ -503,7 +585,8 @@ def save_pretrained(model: Transformer, path: str | Path, *, max_shard_bytes: in
     tensors = export_state_dict(model, info)
     target = Path(path)
     with safe_write.replacing_folder(target, carry=_carried) as root:
-        _write_hf(root, cfg, generation_config(info), tensors, max_shard_bytes, save_file)
+        _write_hf(root, cfg, generation_config(info, getattr(model, "generation_config", None)),
+                  tensors, max_shard_bytes, save_file)
     return target
 
 
@@ -559,13 +642,15 @@ def _meta_file(root: Path) -> Path:
     return regular_file(inside(root, names[0], "weights file"), "weights file")
 
 
-def from_meta(path: str | Path, *, dtype: torch.dtype = torch.float32,
-              permute_qk: bool = True) -> Transformer:
+def from_meta(path: str | Path, *, dtype: DtypeArg = "auto",
+              permute_qk: bool = True) -> PretrainedTransformer:
     """Load a Meta-layout directory (``params.json`` + ``consolidated.00.pth`` or
     ``consolidated.safetensors``, single shard) into a half-layout Llama :class:`Transformer`,
     checked like :func:`from_pretrained` before any weight is read.
 
     ``permute_qk=False`` skips the q/k layout permutation (to demonstrate that it is needed).
+    ``dtype`` as in :func:`from_pretrained` (``"auto"``: the stored tensors' dtype; Meta's
+    ``params.json`` names none).
     """
     root = _root(path)
     source = str(root / "params.json")
@@ -578,7 +663,9 @@ def from_meta(path: str | Path, *, dtype: torch.dtype = torch.float32,
               if weights.suffix == ".safetensors" else _from_torch(weights))
     adapter = ADAPTERS.get("meta")
     config, info = adapter.read_config(params, stored.shapes, source=source)
-    return _load(adapter, config, info, stored, source, dtype, permute_qk=permute_qk)
+    model = _load(adapter, config, info, stored, source, dtype, permute_qk=permute_qk)
+    model.generation_config = _with_info_ids(GenerationConfig(), info)
+    return model
 
 
 def meta_state_dict(model: Transformer) -> dict[str, Tensor]:

@@ -113,10 +113,10 @@ def _checkpoint_subject(path: Path, options: Options, engine: str,
     if static_only or subject.load_error is not None:
         return subject
     if engine == "project":
-        from transformer_math.doctor.engines import ProjectEngine
+        from transformer_math.doctor.engines import LOAD_DTYPE, ProjectEngine
 
         try:
-            subject.engine = ProjectEngine(from_pretrained(path))
+            subject.engine = ProjectEngine(from_pretrained(path, dtype=LOAD_DTYPE))
         except ValueError as exc:
             subject.load_error = str(exc)
     else:

@@ -11,6 +11,10 @@ Conventions of every method: token ids are LongTensors (B, T); ``attention_mask`
 HF one (1 = token, 0 = padding); returned tensors are float32 on the CPU, detached unless the
 method says otherwise; nothing is cached between calls (each call is one or more fresh forward
 passes).
+
+Both engines load a checkpoint folder in :data:`LOAD_DTYPE` (float32, whatever the folder
+stores), so that they compare the same numbers and the checks' tolerances, set in float32,
+hold for either.
 """
 
 from __future__ import annotations
@@ -21,7 +25,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from transformer_math.checkpoints.pretrained import logits_of
 from transformer_math.nn.hooks import run_with_cache
+
+LOAD_DTYPE = torch.float32
+"""The parameter dtype both engines load a checkpoint folder in."""
 
 
 @dataclass(frozen=True)
@@ -139,7 +147,7 @@ class ProjectEngine(Engine):
                position_ids: Tensor | None = None) -> Tensor:
         out = self.model(self._ids(ids), attention_mask=_opt(attention_mask, self._device),
                          position_ids=_opt(position_ids, self._device))
-        return out.float().cpu()
+        return logits_of(out).float().cpu()
 
     @torch.no_grad()
     def attention(self, ids: Tensor, *, attention_mask: Tensor | None = None,
@@ -171,9 +179,9 @@ class ProjectEngine(Engine):
         ids = self._ids(ids)
         check_cached_args(ids, prefix, step)
         caches = self.model.new_caches()
-        outs = [self.model(ids[:, :prefix], caches=caches)]
+        outs = [logits_of(self.model(ids[:, :prefix], caches=caches))]
         for t in range(prefix, ids.shape[1], step):
-            outs.append(self.model(ids[:, t:t + step], caches=caches))
+            outs.append(logits_of(self.model(ids[:, t:t + step], caches=caches)))
         return torch.cat(outs, dim=1).float().cpu()
 
     def embed(self, ids: Tensor) -> Tensor:
@@ -191,7 +199,7 @@ class ProjectEngine(Engine):
             f"layers.{n - 1}.hook_resid_post"]
         out, cache = run_with_cache(self.model, inputs_embeds=inputs.to(self._device),
                                     names=names, detach=False)
-        return out, [cache[name] for name in names]
+        return logits_of(out), [cache[name] for name in names]
 
     @torch.no_grad()
     def rotary_tables(self, seq_len: int) -> tuple[Tensor, Tensor, str] | None:

@@ -53,7 +53,12 @@ import torch
 from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
-from transformer_math.doctor.engines import AttentionRecord, Engine, check_cached_args
+from transformer_math.doctor.engines import (
+    LOAD_DTYPE,
+    AttentionRecord,
+    Engine,
+    check_cached_args,
+)
 
 SCORES_TOLERANCE = 1e-5
 """softmax(recorded scores) must match HF's returned weights to this max abs difference."""
@@ -149,7 +154,7 @@ class TransformersEngine(Engine):
         try:
             model = AutoModelForCausalLM.from_pretrained(
                 str(path), attn_implementation="eager", local_files_only=True,
-                trust_remote_code=False, use_safetensors=True, **{dtype_kw: torch.float32})
+                trust_remote_code=False, use_safetensors=True, **{dtype_kw: LOAD_DTYPE})
         except (OSError, ValueError, KeyError) as exc:
             raise ValueError(f"transformers cannot load {str(path)!r}: {exc} (the transformers "
                              "engine reads safetensors only; a pytorch_model.bin needs "

@@ -13,6 +13,18 @@ count real tokens only, so a left-padded row continues exactly as the unpadded p
 emitted an ``eos_token_id`` continues with ``pad_token_id`` (default: the first eos id); decoding
 stops once every row has finished (Hugging Face ``generate`` semantics).
 
+Repetition penalty (CTRL, Keskar et al. 2019; transformers' ``RepetitionPenaltyLogitsProcessor``):
+before the sampling warpers, the logit z of every token already in the row (prompt and generated
+tokens, the left padding excluded) becomes z / p if z > 0 else z * p, in float32.
+
+Defaults (:func:`resolve_settings`): a model carrying a ``generation_config`` (a checkpoint's
+``generation_config.json``, ``checkpoints/generation_config.py``) supplies every setting the
+call leaves out, as transformers' ``generate`` does: ``do_sample`` (greedy unless set),
+``temperature``, ``top_k`` (50 when sampling and unset), ``top_p``, ``repetition_penalty``,
+``max_new_tokens`` (else ``max_length`` minus the prompt, else 20 minus the prompt), the eos
+ids and ``pad_token_id``. Without one the defaults are greedy, no penalty, no eos, and
+``max_new_tokens`` is required.
+
 The model contract: ``model(input_ids, attention_mask=..., caches=...) -> logits (B, T, V)``,
 ``model.new_caches()`` and ``model.config`` with ``vocab_size`` (and ``max_seq_len``/``position``
 for models whose position table cannot extrapolate).
@@ -29,12 +41,12 @@ from transformer_math.functional.rope import can_read_values
 from transformer_math.nn.position import POSITIONS
 
 
-def _check_options(vocab: int, max_new_tokens: int, temperature: float, top_k: int | None,
-                   top_p: float | None) -> None:
+def _check_options(vocab: int, max_new_tokens: int, temperature: float | None,
+                   top_k: int | None, top_p: float | None) -> None:
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or (
             max_new_tokens < 0):
         raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
-    if not temperature >= 0.0:
+    if temperature is not None and not temperature >= 0.0:
         raise ValueError(f"temperature must be >= 0, got {temperature}")
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int)
                               or not 1 <= top_k <= vocab):
@@ -63,6 +75,13 @@ def choose_next_token(logits: Tensor, *, temperature: float = 0.0, top_k: int | 
     return torch.multinomial(torch.softmax(scaled, dim=-1), 1, generator=generator)
 
 
+def penalize_repeats(logits: Tensor, seen: Tensor, penalty: float) -> Tensor:
+    """Logits (B, V) in float32 with the entries of ``seen`` (B, V) bool divided by ``penalty``
+    where positive and multiplied by it where negative (CTRL's repetition penalty)."""
+    z = logits.float()
+    return torch.where(seen, torch.where(z < 0, z * penalty, z / penalty), z)
+
+
 def decode_step(
     model: Any,
     step: Tensor,
@@ -73,18 +92,25 @@ def decode_step(
     top_k: int | None = None,
     top_p: float | None = None,
     generator: torch.Generator | None = None,
+    repetition_penalty: float = 1.0,
+    seen: Tensor | None = None,
 ) -> Tensor:
     """One decoding step: feed ``step`` (B, T) (continuing ``caches`` if given; the mask covers
-    every key so far) and return the next token (B, 1).
+    every key so far) and return the next token (B, 1). ``seen`` (B, V) bool: the tokens the
+    ``repetition_penalty`` applies to. The model may return the logits or an output with
+    ``.logits`` (a loaded checkpoint's ``CausalLMOutput``).
 
     Greedy decoding reads nothing back to the host, so ``torch.compile(decode_step,
     fullgraph=True)`` compiles it with the KV caches (their appends are replayed as side
     effects); the loop of :func:`generate` (stopping at eos) stays in Python.
     """
     if caches is None:
-        logits = model(step, attention_mask=attention_mask)[:, -1]
+        out = model(step, attention_mask=attention_mask)
     else:
-        logits = model(step, attention_mask=attention_mask, caches=caches)[:, -1]
+        out = model(step, attention_mask=attention_mask, caches=caches)
+    logits = getattr(out, "logits", out)[:, -1]
+    if seen is not None and repetition_penalty != 1.0:
+        logits = penalize_repeats(logits, seen, repetition_penalty)
     return choose_next_token(logits, temperature=temperature, top_k=top_k, top_p=top_p,
                              generator=generator)  # (B, 1)
 
@@ -103,26 +129,107 @@ def _check_token_ids(vocab_size: int, eos: list[int], pad: int, pad_given: bool)
         name = "pad_token_id" if pad_given else "pad_token_id (defaulted to eos_token_id)"
         raise ValueError(f"{name} must be a token id in 0..{vocab_size - 1}, got {pad!r}")
 
+class _Unset:
+    """The default of a :func:`generate` argument the call leaves to the model's generation
+    config (distinct from an explicit None, e.g. ``eos_token_id=None``: never stop)."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+def resolve_settings(model: Any, prompt_length: int, given: dict[str, Any]) -> dict[str, Any]:
+    """The decoding settings of one :func:`generate` call: the arguments ``given`` (``UNSET``
+    where the call left them out) over ``model.generation_config`` (if the model has one; see
+    the module docstring), over the plain defaults. Returns ``temperature`` (0: greedy),
+    ``top_k``, ``top_p``, ``repetition_penalty``, ``max_new_tokens``, ``eos_token_id``,
+    ``pad_token_id``."""
+    gen = getattr(model, "generation_config", None)
+    base: dict[str, Any] = {"do_sample": False, "temperature": 1.0, "top_k": None,
+                            "top_p": None, "repetition_penalty": 1.0, "max_new_tokens": None,
+                            "max_length": None, "eos_token_id": None, "pad_token_id": None}
+    if gen is not None:
+        gen.check_supported()
+        base.update(gen.resolved())
+    explicit = {k: v for k, v in given.items() if v is not UNSET}
+    do_sample = explicit.pop("do_sample", None)
+    if do_sample is not None and not isinstance(do_sample, bool):
+        raise ValueError(f"do_sample must be True, False or None, got {do_sample!r}")
+    if do_sample is None:
+        do_sample = (explicit["temperature"] > 0 if isinstance(explicit.get("temperature"),
+                                                               int | float)
+                     else base["do_sample"])
+    out = {**base, **explicit}
+    if do_sample and out["temperature"] == 0:
+        raise ValueError("temperature must be > 0 when sampling (do_sample=True), got 0")
+    if not do_sample:
+        out["temperature"], out["top_k"], out["top_p"] = 0.0, None, None
+    elif "top_k" not in explicit and out["top_k"] is not None:
+        out["top_k"] = min(out["top_k"], model.config.vocab_size)  # transformers clips it too
+    if out["max_new_tokens"] is None:
+        if out["max_length"] is None:
+            raise ValueError("max_new_tokens is required (the model has no generation config "
+                             "that sets max_new_tokens or max_length)")
+        out["max_new_tokens"] = max(0, out["max_length"] - prompt_length)
+    del out["do_sample"], out["max_length"]
+    penalty = out["repetition_penalty"]
+    if isinstance(penalty, bool) or not isinstance(penalty, int | float) or not penalty > 0:
+        raise ValueError(f"repetition_penalty must be a number > 0, got {penalty!r}")
+    return out
+
+
+def _seen_tokens(tokens: Tensor, attention_mask: Tensor | None, vocab: int) -> Tensor:
+    """(B, V) bool: the tokens of each row, its left padding (before the mask's first 1)
+    excluded, as transformers' repetition penalty counts them."""
+    ids = tokens
+    if attention_mask is not None:
+        lead = (attention_mask != 0).int().argmax(dim=1, keepdim=True)
+        pos = torch.arange(tokens.shape[1], device=tokens.device).unsqueeze(0)
+        ids = tokens.masked_fill(pos < lead, vocab)
+    seen = torch.zeros(tokens.shape[0], vocab + 1, dtype=torch.bool, device=tokens.device)
+    return seen.scatter_(1, ids, True)[:, :vocab]
+
+
 def generate(
     model: Any,
     input_ids: Tensor,
-    max_new_tokens: int,
+    max_new_tokens: int | None = UNSET,
     *,
     attention_mask: Tensor | None = None,
-    temperature: float = 0.0,
-    top_k: int | None = None,
-    top_p: float | None = None,
+    do_sample: bool | None = UNSET,
+    temperature: float = UNSET,
+    top_k: int | None = UNSET,
+    top_p: float | None = UNSET,
+    repetition_penalty: float = UNSET,
     generator: torch.Generator | None = None,
-    eos_token_id: int | list[int] | None = None,
-    pad_token_id: int | None = None,
+    eos_token_id: int | list[int] | None = UNSET,
+    pad_token_id: int | None = UNSET,
     use_cache: bool = True,
 ) -> Tensor:
-    """Continue ``input_ids`` (B, T0) by up to ``max_new_tokens``; returns (B, T0 + n)."""
+    """Continue ``input_ids`` (B, T0) by up to ``max_new_tokens``; returns (B, T0 + n).
+
+    Arguments left out come from ``model.generation_config`` when the model has one
+    (:func:`resolve_settings`); ``temperature`` > 0 without ``do_sample`` means sampling,
+    ``temperature=0`` greedy."""
     config = model.config
-    _check_options(config.vocab_size, max_new_tokens, temperature, top_k, top_p)
     if not isinstance(input_ids, Tensor) or input_ids.dim() != 2 or input_ids.shape[1] == 0:
         raise ValueError(f"input_ids must have shape (batch, seq>=1), got "
                          f"{tuple(getattr(input_ids, 'shape', ()))}")
+    given = {"temperature": temperature, "top_k": top_k, "top_p": top_p}
+    _check_options(config.vocab_size, 0 if max_new_tokens in (UNSET, None) else max_new_tokens,
+                   *(None if v is UNSET else v for v in given.values()))  # the call's own
+    settings = resolve_settings(model, input_ids.shape[1], {
+        "max_new_tokens": UNSET if max_new_tokens is None else max_new_tokens,
+        "do_sample": do_sample, "temperature": temperature, "top_k": top_k, "top_p": top_p,
+        "repetition_penalty": repetition_penalty, "eos_token_id": eos_token_id,
+        "pad_token_id": pad_token_id})
+    max_new_tokens, temperature = settings["max_new_tokens"], settings["temperature"]
+    top_k, top_p = settings["top_k"], settings["top_p"]
+    eos_token_id, pad_token_id = settings["eos_token_id"], settings["pad_token_id"]
+    penalty = float(settings["repetition_penalty"])
+    _check_options(config.vocab_size, max_new_tokens, temperature, top_k, top_p)
     position = getattr(config, "position", "none")
     if not POSITIONS.metadata(position)["extrapolates"] and (
             input_ids.shape[1] + max_new_tokens > config.max_seq_len):
@@ -136,6 +243,8 @@ def generate(
     pad = pad_token_id if pad_token_id is not None else (eos[0] if eos else 0)
     _check_token_ids(config.vocab_size, eos, pad, pad_token_id is not None)
     b = input_ids.shape[0]
+    seen = (_seen_tokens(input_ids, attention_mask, config.vocab_size) if penalty != 1.0
+            else None)
     if attention_mask is not None and can_read_values(attention_mask) and bool(
             attention_mask.all()):
         attention_mask = None  # no padding: the same positions and keys, and no mask to build
@@ -151,8 +260,11 @@ def generate(
         for _ in range(max_new_tokens):
             nxt = decode_step(model, step if use_cache else tokens, attention_mask=mask,
                               caches=caches, temperature=temperature, top_k=top_k,
-                              top_p=top_p, generator=generator)  # (B, 1)
+                              top_p=top_p, generator=generator, repetition_penalty=penalty,
+                              seen=seen)  # (B, 1)
             nxt = torch.where(finished.unsqueeze(1), torch.full_like(nxt, pad), nxt)
+            if seen is not None:
+                seen = seen.scatter(1, nxt, True)
             tokens = torch.cat([tokens, nxt], dim=1)
             if mask is not None:
                 mask = torch.cat([mask, torch.ones_like(nxt)], dim=1)

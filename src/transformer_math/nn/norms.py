@@ -1,4 +1,4 @@
-"""Normalisation modules chosen by name from :data:`NORMS`: LayerNorm, RMSNorm, HF's RMSNorm.
+"""Normalisation modules chosen by name from :data:`NORMS`: LayerNorm, RMSNorm, HF's RMSNorms.
 
 Math: see ``functional.norms`` (000 §8.3.7 "理论 B"; Ba et al. 2016; Zhang & Sennrich 2019).
 LayerNorm has d scale (gamma) and d shift (beta) parameters; RMSNorm only d scales.
@@ -6,6 +6,9 @@ LayerNorm has d scale (gamma) and d shift (beta) parameters; RMSNorm only d scal
 ``rmsnorm_hf`` is RMSNorm as Hugging Face's Llama evaluates it: x / sqrt(mean(x^2) + eps) in
 float32, cast back to the input dtype BEFORE the weight multiply (``LlamaRMSNorm``), which is
 what makes bf16/fp16 logits match theirs bit for bit in the order of operations.
+``rmsnorm_gemma`` is Gemma's RMSNorm: the parameter is the offset w of the gain 1 + w (zero at
+init), and the whole norm, gain included, is evaluated in float32 before the cast back
+(``GemmaRMSNorm`` in transformers' ``models/gemma/modeling_gemma.py``; Gemma Team 2024).
 """
 
 from __future__ import annotations
@@ -74,6 +77,36 @@ class HFRMSNorm(RMSNorm):
         normed = x32 * torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + self.eps)
         out = normed.to(x.dtype)
         return out if self.weight is None else self.weight * out
+
+
+@NORMS.register("rmsnorm_gemma", params_per_dim=1, default_eps=1e-6)
+class GemmaRMSNorm(RMSNorm):
+    """Gemma's RMSNorm: ``(x / sqrt(mean(x^2) + eps) * (1 + w))`` formed in float32, then cast
+    to the input dtype; ``weight`` holds w (the checkpoint's tensor as stored).
+
+    Forming ``1 + w`` in float32 matters for half-precision weights: a bf16 ``1 + w`` would be
+    rounded to 8 mantissa bits (up to 2^-8 relative), which is what storing the gain itself would
+    do. Llama's norm (``rmsnorm_hf``) instead casts before the gain multiply.
+    """
+
+    def __init__(self, dim: int, *, eps: float = 1e-6, affine: bool = True) -> None:
+        super().__init__(dim, eps=eps, affine=affine)
+        if self.weight is not None:
+            with torch.no_grad():
+                self.weight.zero_()
+
+    @torch.no_grad()
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """w = 0, i.e. gain 1 (deterministic; ``generator`` is accepted for the convention)."""
+        if self.weight is not None:
+            self.weight.zero_()
+
+    def forward(self, x: Tensor) -> Tensor:
+        x32 = x.to(torch.float32)
+        normed = x32 * torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + self.eps)
+        if self.weight is not None:
+            normed = normed * (1.0 + self.weight.to(torch.float32))
+        return normed.to(x.dtype)
 
 
 @NORMS.register("none", params_per_dim=0, default_eps=0.0)

@@ -2,11 +2,10 @@
 
 The Llama preset (``adapters/llama.py``) with three changes and a head size of its own:
 
-- RMSNorm with the +1 offset: HF stores w and multiplies by ``1 + w`` (in float32, before the
-  cast back). The gain ``g = 1 + w`` is stored in our ``rmsnorm_hf`` weight (the Llama norm:
-  float32 normalisation, cast back, then the gain), added on load and subtracted on save; in
-  float32 the two products are the same numbers (in bf16/fp16 Gemma multiplies before the cast,
-  so a half-precision model differs by rounding).
+- RMSNorm with the +1 offset (``norm="rmsnorm_gemma"``, ``nn/norms.py``): HF stores w and
+  multiplies by ``1 + w`` formed in float32, before the cast back. The model keeps w itself, so
+  the stored tensors are copied unchanged both ways (load-then-save is bit-identical in every
+  dtype) and a bf16 model forms ``1 + w`` exactly as transformers does;
 - embeddings scaled by sqrt(hidden_size): HF multiplies by ``torch.tensor(d ** 0.5)`` (float32)
   cast to the weight dtype (``TransformerConfig.embedding_scale``, applied the same way);
 - the gated MLP ``down(gelu_tanh(gate x) * up x)`` (``feedforward="geglu_tanh"``; Gemma's
@@ -22,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from transformer_math.checkpoints.adapters import llama
-from transformer_math.checkpoints.adapters.base import Adapter, Rule
+from transformer_math.checkpoints.adapters.base import Adapter
 from transformer_math.checkpoints.adapters.keys import bool_key
 from transformer_math.checkpoints.info import CheckpointInfo
 from transformer_math.nn.config import TransformerConfig
@@ -40,7 +39,7 @@ def read_config(cfg: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]] | 
     flags = {"attention_bias": bool_key(cfg, "attention_bias", False, source=source)}
     hidden = llama.read_sizes(cfg, source)["hidden_size"]
     return llama.read_decoder(cfg, source, "gemma", flags=flags,
-                              extra={"feedforward": "geglu_tanh",
+                              extra={"feedforward": "geglu_tanh", "norm": "rmsnorm_gemma",
                                      "embedding_scale": hidden ** 0.5})
 
 
@@ -55,12 +54,7 @@ def write_config(c: TransformerConfig, info: CheckpointInfo) -> dict[str, Any]:
             "attention_bias": c.attention_bias, **info.to_config()}
 
 
-def rules(c: TransformerConfig) -> list[Rule]:
-    """Llama's name table with the norm gains stored as ``g - 1``."""
-    return llama.rules(c, norm_offset=1.0)
-
-
 GEMMA = Adapter(family="gemma", read_config=read_config, write_config=write_config,
-                rules=rules, ignored_suffixes=("rotary_emb.inv_freq",),
+                rules=llama.rules, ignored_suffixes=("rotary_emb.inv_freq",),
                 tied_head="lm_head.weight", layer_prefix="model.layers.",
                 layers_key="num_hidden_layers")

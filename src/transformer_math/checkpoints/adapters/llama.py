@@ -269,23 +269,16 @@ def write_config(c: TransformerConfig, info: CheckpointInfo) -> dict[str, Any]:
     }
 
 
-def rules(c: TransformerConfig, *, norm_offset: float = 0.0) -> list[Rule]:
-    """The Llama name table (module docstring), shared by Qwen2, Mistral and Gemma.
-
-    ``norm_offset``: the stored RMSNorm gains are ``g - norm_offset`` (Gemma stores w with the
-    gain 1 + w: ``norm_offset=1``), added on load and subtracted on save."""
-    def norm(theirs: str, ours: str) -> Rule:
-        if not norm_offset:
-            return mapped(theirs, ours)
-        return mapped(theirs, ours, lambda w: w + norm_offset, lambda w: w - norm_offset)
-
+def rules(c: TransformerConfig) -> list[Rule]:
+    """The Llama name table (module docstring), shared by Qwen2, Mistral and Gemma (whose norm
+    tensors hold w of the gain 1 + w on both sides: ``norm="rmsnorm_gemma"``)."""
     out = [mapped("model.embed_tokens.weight", "embed_tokens.weight"),
-           norm("model.norm.weight", "final_norm.weight")]
+           mapped("model.norm.weight", "final_norm.weight")]
     qkv_params = ("weight", "bias") if c.attention_bias else ("weight",)
     for i in range(c.num_layers):
         hf, ours = f"model.layers.{i}.", f"layers.{i}."
-        out += [norm(hf + "input_layernorm.weight", ours + "attn_norm.weight"),
-                norm(hf + "post_attention_layernorm.weight", ours + "ffn_norm.weight")]
+        out += [mapped(hf + "input_layernorm.weight", ours + "attn_norm.weight"),
+                mapped(hf + "post_attention_layernorm.weight", ours + "ffn_norm.weight")]
         for theirs, mine in (("q_proj", "q_proj"), ("k_proj", "k_proj"), ("v_proj", "v_proj"),
                              ("o_proj", "out_proj")):
             params = (("weight", "bias") if c.out_bias else ("weight",)) if mine == "out_proj" \
