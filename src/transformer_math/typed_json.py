@@ -10,12 +10,14 @@ values; paths strings; anything else unknown its ``str``. :func:`write_json` wri
 
 Reading. :func:`loads` parses with Python's ``json`` but refuses the bare tokens ``NaN``,
 ``Infinity`` and ``-Infinity`` that ``json.loads`` accepts by default (``parse_constant``), and
-:class:`Fields` reads one object's keys with their types checked: an ``int`` is an ``int`` and
-not a ``bool`` (``isinstance(True, int)`` holds in Python, a JSON ``true`` is no count), a
-``float`` is a finite number (an integer is accepted and converted), a string is a ``str``, a
-list a list, an object a mapping. Every error is a :class:`TypedJSONError` (a ``ValueError``)
-whose message names where the value came from (``where``: the file, or a file and a key path)
-and the key, e.g. ``config.json: "hidden_size" must be an integer, got true``.
+:class:`Fields` reads one object's keys with their types checked (the ``expect_*`` functions
+check one value): an integer is a JSON integer and not a bool (``isinstance(True, int)`` holds
+in Python; a JSON ``true`` is no count) nor ``64.0``, optionally inside ``[minimum, maximum]``;
+a boolean is ``true``/``false`` (``bool("false")`` is True, so a coercing reader would turn
+``"false"`` into True); a number is finite (an integer is accepted and converted); a string, an
+array and an object are just that. Nothing is coerced. Every error is a ``ValueError`` (the
+project's one type for bad input) naming the key and where it came from, e.g. ``hidden_size in
+config.json must be a JSON integer in [1, 1048576], got true``.
 
 Used by checkpoint configs (``checkpoints.adapters.keys``), policy folders
 (``robotics.policies.files``), the doctor and the report's results reader (issue 37, item 4).
@@ -34,7 +36,6 @@ from typing import Any, NoReturn, TypeVar
 __all__ = [
     "MISSING",
     "Fields",
-    "TypedJSONError",
     "dumps",
     "expect_bool",
     "expect_dict",
@@ -101,10 +102,6 @@ def write_json(document: Any, path: Path) -> Path:
 # --- reading ---------------------------------------------------------------------------------
 
 
-class TypedJSONError(ValueError):
-    """A JSON value of the wrong type, or JSON text that is not strict JSON."""
-
-
 class _Missing:
     def __repr__(self) -> str:
         return "MISSING"
@@ -116,116 +113,147 @@ MISSING: Any = _Missing()
 
 def show(value: Any) -> str:
     """``value`` as JSON shows it (``true``, ``null``, ``"text"``), for error messages; long
-    values are cut."""
+    values are cut to 60 characters."""
     try:
         text = json.dumps(value, allow_nan=True)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _fail(where: str, message: str) -> NoReturn:
-    raise TypedJSONError(f"{where}: {message}" if where else message)
+class _NonFiniteTokenError(ValueError):
+    pass
+
+
+def _fail(message: str) -> NoReturn:
+    raise ValueError(message)
 
 
 def _refuse_constant(token: str) -> NoReturn:
-    raise TypedJSONError(f"{token} is not a JSON number (strict JSON has no NaN or infinity)")
+    raise _NonFiniteTokenError(f"{token} is not a JSON number (strict JSON has no NaN or infinity)")
 
 
-def loads(text: str | bytes, where: str = "") -> Any:
-    """Parse strict JSON: ``NaN``/``Infinity`` tokens are refused; the error names ``where``."""
+def loads(text: str | bytes, where: str, *, non_finite_tokens: bool = False) -> Any:
+    """Parse strict JSON (bytes must be UTF-8); errors name ``where``.
+
+    The tokens ``NaN``, ``Infinity`` and ``-Infinity`` are refused, unless
+    ``non_finite_tokens``: then they become floats, for a caller that checks every value with
+    the getters below (which refuse non-finite numbers naming the key, a clearer message)."""
     try:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        if non_finite_tokens:
+            return json.loads(text)
         return json.loads(text, parse_constant=_refuse_constant)
-    except TypedJSONError as e:
-        _fail(where, str(e))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        _fail(where, f"not valid JSON ({e})")
+    except _NonFiniteTokenError as e:
+        _fail(f"{where}: {e}")
+    except RecursionError:
+        _fail(f"{where} is not valid JSON (nested too deeply)")
+    except ValueError as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        _fail(f"{where} is not valid JSON ({e})")
 
 
-def expect_int(value: Any, what: str) -> int:
-    """``value`` if it is an integer and not a bool; else a :class:`TypedJSONError` naming
-    ``what`` (e.g. ``config.json: "hidden_size"``)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        _fail("", f"{what} must be an integer, got {show(value)}")
+def expect_int(value: Any, what: str, *, minimum: int | None = None,
+               maximum: int | None = None) -> int:
+    """``value`` if it is a JSON integer (not a bool, not ``64.0``) in ``[minimum, maximum]``;
+    else a ``ValueError`` naming ``what`` (e.g. ``hidden_size in config.json``)."""
+    ok = not isinstance(value, bool) and isinstance(value, int)
+    if ok and minimum is not None and value < minimum:
+        ok = False
+    if ok and maximum is not None and value > maximum:
+        ok = False
+    if not ok:
+        if minimum is None and maximum is None:
+            span = ""
+        else:
+            lo = "-inf" if minimum is None else minimum
+            hi = "inf" if maximum is None else maximum
+            span = f" in [{lo}, {hi}]"
+        _fail(f"{what} must be a JSON integer{span}, got {show(value)}")
     return value
 
 
 def expect_bool(value: Any, what: str) -> bool:
-    """``value`` if it is ``true`` or ``false``."""
+    """``value`` if it is a JSON boolean (not 0/1, not the string ``"false"``)."""
     if not isinstance(value, bool):
-        _fail("", f"{what} must be true or false, got {show(value)}")
+        _fail(f"{what} must be a JSON boolean (true/false), got {show(value)}")
     return value
 
 
-def expect_float(value: Any, what: str) -> float:
-    """``value`` as a float if it is a finite number (an integer too, never a bool)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        _fail("", f"{what} must be a number, got {show(value)}")
-    if not math.isfinite(value):
-        _fail("", f"{what} must be a finite number, got {show(value)}")
+def expect_float(value: Any, what: str, *, minimum: float = -math.inf,
+                 strict: bool = False) -> float:
+    """``value`` as a float if it is a finite JSON number (an integer too, never a bool)
+    ``>= minimum`` (``> minimum`` when ``strict``)."""
+    if (isinstance(value, bool) or not isinstance(value, int | float)
+            or not math.isfinite(value) or value < minimum or (strict and value == minimum)):
+        rel = "" if minimum == -math.inf else f" {'>' if strict else '>='} {minimum}"
+        _fail(f"{what} must be a finite number{rel}, got {show(value)}")
     return float(value)
 
 
 def expect_str(value: Any, what: str) -> str:
-    """``value`` if it is a string."""
+    """``value`` if it is a JSON string."""
     if not isinstance(value, str):
-        _fail("", f"{what} must be a string, got {show(value)}")
+        _fail(f"{what} must be a string, got {show(value)}")
     return value
 
 
 def expect_list(value: Any, what: str) -> list[Any]:
     """``value`` if it is a JSON array."""
     if not isinstance(value, list):
-        _fail("", f"{what} must be a list, got {show(value)}")
+        _fail(f"{what} must be a JSON array, got {show(value)}")
     return value
 
 
 def expect_dict(value: Any, what: str) -> dict[str, Any]:
-    """``value`` if it is a JSON object (a mapping with string keys)."""
+    """``value`` as a dict if it is a JSON object (a mapping with string keys)."""
     if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-        _fail("", f"{what} must be an object, got {show(value)}")
+        _fail(f"{what} must be a JSON object, got {show(value)}")
     return dict(value)
 
 
 class Fields:
     """The keys of one JSON object, read with their types checked.
 
-    ``Fields(obj, "config.json")`` then ``fields.get_int("hidden_size")``: the value if present and
-    an integer (not a bool), the ``default`` if absent (``MISSING``: the key is required), and
-    a :class:`TypedJSONError` naming ``where`` and the key otherwise. ``null`` counts as
-    absent only where ``null_is_missing`` is set (Hugging Face configs write ``null`` for
-    "not set").
+    ``Fields(cfg, "config.json").get_int("hidden_size", minimum=1)``: the value if present and
+    of its type (the ``expect_*`` rules above), the ``default`` returned as it is if the key is
+    absent (``MISSING``: required, ``config.json lacks the required key 'hidden_size'``), a
+    ``ValueError`` naming the key and ``where`` otherwise (``hidden_size in
+    config.json must be ...``). A present ``null`` counts as absent where ``null_is_missing``
+    is set (Hugging Face configs write optional keys as ``null``); else it is a wrong type.
     """
 
     def __init__(self, obj: Any, where: str, *, null_is_missing: bool = False) -> None:
         if not isinstance(obj, Mapping):
-            _fail(where, f"must hold a JSON object, got {show(obj)}")
+            _fail(f"{where} must hold a JSON object, got {show(obj)}")
         self.obj: Mapping[str, Any] = obj
         self.where = where
         self.null_is_missing = null_is_missing
 
     def what(self, key: str) -> str:
-        """How an error names ``key``: ``where: "key"``."""
-        return f"{self.where}: {json.dumps(key)}" if self.where else json.dumps(key)
+        """How an error names ``key``: ``key in where``."""
+        return f"{key} in {self.where}"
 
     def has(self, key: str) -> bool:
         return key in self.obj and not (self.null_is_missing and self.obj[key] is None)
 
-    def _get(self, key: str, default: Any, check: Callable[[Any, str], T]) -> T | Any:
+    def _get(self, key: str, default: Any, check: Callable[..., T], **limits: Any) -> T | Any:
         if not self.has(key):
             if default is MISSING:
-                _fail(self.where, f"missing key {json.dumps(key)}")
+                _fail(f"{self.where} lacks the required key {key!r}")
             return default
-        return check(self.obj[key], self.what(key))
+        return check(self.obj[key], self.what(key), **limits)
 
-    def get_int(self, key: str, default: Any = MISSING) -> int:
-        return self._get(key, default, expect_int)
+    def get_int(self, key: str, default: Any = MISSING, *, minimum: int | None = None,
+                maximum: int | None = None) -> int:
+        return self._get(key, default, expect_int, minimum=minimum, maximum=maximum)
 
     def get_bool(self, key: str, default: Any = MISSING) -> bool:
         return self._get(key, default, expect_bool)
 
-    def get_float(self, key: str, default: Any = MISSING) -> float:
-        return self._get(key, default, expect_float)
+    def get_float(self, key: str, default: Any = MISSING, *, minimum: float = -math.inf,
+                  strict: bool = False) -> float:
+        return self._get(key, default, expect_float, minimum=minimum, strict=strict)
 
     def get_str(self, key: str, default: Any = MISSING) -> str:
         return self._get(key, default, expect_str)
@@ -235,8 +263,3 @@ class Fields:
 
     def get_dict(self, key: str, default: Any = MISSING) -> dict[str, Any]:
         return self._get(key, default, expect_dict)
-
-    def fields(self, key: str) -> Fields:
-        """The object at ``key`` as :class:`Fields` (required), its ``where`` extended."""
-        return Fields(self._get(key, MISSING, expect_dict), self.what(key),
-                      null_is_missing=self.null_is_missing)

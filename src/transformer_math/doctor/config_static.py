@@ -36,6 +36,7 @@ from typing import Any
 
 import torch
 
+from transformer_math import typed_json
 from transformer_math.doctor.checks import DYNAMIC, STATIC, NotApplicable, Subject, register_check
 from transformer_math.doctor.findings import Finding, Severity, beyond, judged
 
@@ -237,9 +238,15 @@ class _Heads:
 
 
 def _raw_int(raw: Mapping[str, Any], *keys: str) -> int | None:
+    """The first of ``keys`` whose value the typed-JSON reader (:mod:`transformer_math.typed_json`)
+    accepts as an integer >= 1; the loader refused this config, so a bad value is skipped."""
+    fields = typed_json.Fields(raw, "config.json", null_is_missing=True)
     for key in keys:
-        value = raw.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        try:
+            value = fields.get_int(key, None, minimum=1)
+        except ValueError:
+            continue
+        if value is not None:
             return value
     return None
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import itertools
-import json
 import platform
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from transformer_math import typed_json
 from transformer_math.report.results_schema import SchemaError, check_claim_entry
 from transformer_math.typed_json import dumps, to_jsonable, write_json  # noqa: F401
 
@@ -173,10 +173,8 @@ def read_results(path: Path) -> dict[str, Any]:
     if depth > MAX_RESULTS_DEPTH:
         raise ValueError(f"results file {str(path)!r} is nested {depth} levels deep, more than "
                          f"the maximum {MAX_RESULTS_DEPTH}")
-    try:
-        document = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise ValueError(f"results file {str(path)!r} is not valid JSON: {exc}") from exc
+    # the one strict reader; NaN tokens that json writes by default are left to the schema
+    document = typed_json.loads(text, f"results file {str(path)!r}", non_finite_tokens=True)
     validate_results(document, origin=str(path))
     return document
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from transformer_math import typed_json
+
 Check = Callable[[Any, str], None]
 
 
@@ -28,9 +30,20 @@ def _fail(path: str, expected: str, value: Any) -> None:
     raise SchemaError(f"{path} must be {expected}, got {shown} ({type(value).__name__})")
 
 
-def _str(value: Any, path: str) -> None:
-    if not isinstance(value, str):
-        _fail(path, "a string", value)
+def _typed(expect: Callable[[Any, str], Any]) -> Check:
+    """A check by the project's one typed-JSON reader (:mod:`transformer_math.typed_json`),
+    its ``ValueError`` raised as :class:`SchemaError`."""
+    def inner(value: Any, path: str) -> None:
+        try:
+            expect(value, path)
+        except SchemaError:
+            raise
+        except ValueError as exc:
+            raise SchemaError(str(exc)) from None
+    return inner
+
+
+_str = _typed(typed_json.expect_str)
 
 
 def _opt(check: Check) -> Check:
@@ -40,14 +53,10 @@ def _opt(check: Check) -> Check:
     return inner
 
 
-def _int(value: Any, path: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        _fail(path, "an integer", value)
-
-
-def _bool(value: Any, path: str) -> None:
-    if not isinstance(value, bool):
-        _fail(path, "true or false", value)
+_int = _typed(typed_json.expect_int)
+_bool = _typed(typed_json.expect_bool)
+_list = _typed(typed_json.expect_list)
+_mapping = _typed(typed_json.expect_dict)
 
 
 def _number(value: Any, path: str) -> None:
@@ -73,8 +82,7 @@ def _real(value: Any, path: str) -> None:
 
 def _list_of(check: Check) -> Check:
     def inner(value: Any, path: str) -> None:
-        if not isinstance(value, list):
-            _fail(path, "a list", value)
+        _list(value, path)
         for i, item in enumerate(value):
             check(item, f"{path}[{i}]")
     return inner
@@ -82,8 +90,7 @@ def _list_of(check: Check) -> Check:
 
 def _map_of(check: Check) -> Check:
     def inner(value: Any, path: str) -> None:
-        if not isinstance(value, Mapping):
-            _fail(path, "an object", value)
+        _mapping(value, path)
         for key, item in value.items():
             check(item, f"{path}.{key}")
     return inner
@@ -91,8 +98,7 @@ def _map_of(check: Check) -> Check:
 
 def _object(fields: Mapping[str, Check]) -> Check:
     def inner(value: Any, path: str) -> None:
-        if not isinstance(value, Mapping):
-            _fail(path, "an object", value)
+        _mapping(value, path)
         for key, check in fields.items():
             if key in value:
                 check(value[key], f"{path}.{key}")

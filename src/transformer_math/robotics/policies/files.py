@@ -11,7 +11,8 @@ this order and before any tensor is read or any model is allocated:
    integer (not ``true``, not ``64.0``, not ``"64"``), a ``float`` field a finite number, a
    ``bool`` field a JSON boolean, a ``str`` field a string; every integer inside its bound
    (:data:`MAX_POLICY_SIZE`, layer counts at most :data:`MAX_POLICY_LAYERS`; the policy class may
-   narrow them in ``config_limits``);
+   narrow them in ``config_limits``); the types are checked by the project's one typed-JSON
+   reader, :mod:`transformer_math.typed_json`;
 3. the policy is built on the meta device (no memory) and its state-dict names, shapes and dtypes
    are compared with the header's: any difference is refused.
 
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import typing
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ import torch
 from safetensors import safe_open
 from torch import nn
 
+from transformer_math import typed_json
 from transformer_math.checkpoints.files import inside, regular_file
 from transformer_math.nn.init import no_init_draws
 from transformer_math.robotics.policies.ensembling import ENSEMBLE_ORDERS
@@ -71,27 +72,18 @@ def _int_limits(policy_cls: type, name: str) -> tuple[int, int]:
 
 
 def _check_value(policy_cls: type, name: str, kind: Any, value: Any, where: str) -> Any:
-    """``value`` of config field ``name`` (annotation ``kind``) checked against its JSON type."""
+    """``value`` of config field ``name`` (annotation ``kind``) checked against its JSON type by
+    the project's one typed-JSON reader (:mod:`transformer_math.typed_json`)."""
+    what = f"config key {name!r} in {where}"
     if kind is bool:
-        if type(value) is not bool:
-            raise ValueError(f"{where}: config key {name!r} must be a JSON boolean, got {value!r}")
-        return value
+        return typed_json.expect_bool(value, what)
     if kind is int:
-        if type(value) is not int:
-            raise ValueError(f"{where}: config key {name!r} must be a JSON integer, got {value!r}")
         lo, hi = _int_limits(policy_cls, name)
-        if not lo <= value <= hi:
-            raise ValueError(f"{where}: config key {name!r} must be in [{lo}, {hi}], got {value}")
-        return value
+        return typed_json.expect_int(value, what, minimum=lo, maximum=hi)
     if kind is float:
-        if type(value) not in (int, float) or not math.isfinite(value):
-            raise ValueError(f"{where}: config key {name!r} must be a finite JSON number, "
-                             f"got {value!r}")
-        return float(value)
+        return typed_json.expect_float(value, what)
     if kind is str:
-        if type(value) is not str:
-            raise ValueError(f"{where}: config key {name!r} must be a JSON string, got {value!r}")
-        return value
+        return typed_json.expect_str(value, what)
     raise TypeError(f"config field {name!r} has an unsupported type {kind!r}")  # library bug
 
 
@@ -99,10 +91,7 @@ def config_from_metadata(policy_cls: type, text: object, where: str) -> Any:
     """The config dataclass of ``policy_cls`` (its ``config_class``) from the JSON ``text``."""
     if not isinstance(text, str):
         raise ValueError(f"{where}: metadata must hold 'config' (a JSON object), got {text!r}")
-    try:
-        raw = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise ValueError(f"{where}: metadata 'config' is not valid JSON ({exc})") from None
+    raw = typed_json.loads(text, f"{where}: metadata 'config'", non_finite_tokens=True)
     if not isinstance(raw, dict):
         raise ValueError(f"{where}: metadata 'config' must be a JSON object, got "
                          f"{type(raw).__name__}")
@@ -170,24 +159,21 @@ def _executor_settings(raw: dict[str, Any], config: Any, where: str) -> dict[str
         raise ValueError(f"{where}: config lacks the executor key(s) {missing}")
     steps, coeff, order = (raw[k] for k in EXECUTOR_KEYS)
     chunk = config.chunk_size
-    if type(steps) is not int or not 1 <= steps <= chunk:
-        raise ValueError(f"{where}: 'n_action_steps' must be a JSON integer in [1, {chunk}] "
-                         f"(the chunk size), got {steps!r}")
+    steps = typed_json.expect_int(steps, f"'n_action_steps' (at most the chunk size) in {where}",
+                                  minimum=1, maximum=chunk)
     if coeff is None:
         if order is not None:
             raise ValueError(f"{where}: 'temporal_ensemble_order' must be null without "
                              f"'temporal_ensemble_coeff', got {order!r}")
     else:
-        if type(coeff) not in (int, float) or not math.isfinite(coeff) or coeff < 0:
-            raise ValueError(f"{where}: 'temporal_ensemble_coeff' must be null or a finite JSON "
-                             f"number >= 0, got {coeff!r}")
+        coeff = typed_json.expect_float(
+            coeff, f"'temporal_ensemble_coeff' (null or a number) in {where}", minimum=0.0)
         if steps != 1:
             raise ValueError(f"{where}: 'n_action_steps' must be 1 with a temporal ensemble, "
                              f"got {steps}")
         if order not in ENSEMBLE_ORDERS:
             raise ValueError(f"{where}: 'temporal_ensemble_order' must be one of "
                              f"{list(ENSEMBLE_ORDERS)}, got {order!r}")
-        coeff = float(coeff)
     return {"n_action_steps": steps, "temporal_ensemble_coeff": coeff,
             "temporal_ensemble_order": order}
 
@@ -203,10 +189,7 @@ def read_policy_folder(folder: Path, kinds: typing.Mapping[str, type]
     if size > MAX_CONFIG_BYTES:
         raise ValueError(f"{where} holds {size} bytes, more than the {MAX_CONFIG_BYTES} a policy "
                          "config may have")
-    try:
-        raw = json.loads(config_path.read_bytes().decode("utf-8"))
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-        raise ValueError(f"{where} is not valid JSON ({exc})") from None
+    raw = typed_json.loads(config_path.read_bytes(), where, non_finite_tokens=True)
     if not isinstance(raw, dict):
         raise ValueError(f"{where} must hold a JSON object, got {type(raw).__name__}")
     kind = raw.pop("type", None)
