@@ -115,21 +115,19 @@ class GenerationConfig:
 
     def resolved(self) -> dict[str, Any]:
         """transformers' effective settings: the file's values over its global defaults, as
-        ``nn.generation.generate`` keywords (``temperature`` 0 for greedy, ``top_k`` None when
-        off, ``max_new_tokens`` None when only a total ``max_length`` applies)."""
-        sample = bool(self.do_sample)
-        if sample and self.temperature == 0.0:
-            raise ValueError("generation_config.json sets do_sample=true with temperature=0; "
-                             "sampling needs a temperature > 0 (transformers refuses it too)")
+        ``nn.generation.resolve_settings`` reads them: ``do_sample``; the sampling warpers
+        ``temperature`` (1), ``top_k`` (50; None when 0), ``top_p`` (None when 1), used only
+        when sampling; ``repetition_penalty`` (1); ``max_new_tokens`` or else ``max_length``
+        (20, the prompt included); the eos and pad ids."""
         top_k = DEFAULT_TOP_K if self.top_k is None else self.top_k
         top_p = 1.0 if self.top_p is None else self.top_p
         max_length = self.max_length if self.max_length is not None else (
             None if self.max_new_tokens is not None else DEFAULT_MAX_LENGTH)
         return {
-            "temperature": (1.0 if self.temperature is None else self.temperature) if sample
-            else 0.0,
-            "top_k": (top_k or None) if sample else None,
-            "top_p": (top_p if top_p < 1.0 else None) if sample else None,
+            "do_sample": bool(self.do_sample),
+            "temperature": 1.0 if self.temperature is None else self.temperature,
+            "top_k": top_k or None,
+            "top_p": top_p if top_p < 1.0 else None,
             "repetition_penalty": 1.0 if self.repetition_penalty is None
             else self.repetition_penalty,
             "max_new_tokens": self.max_new_tokens,
