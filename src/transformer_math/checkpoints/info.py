@@ -17,7 +17,7 @@ class CheckpointInfo:
     """Family (an ``ADAPTERS`` name) and the special token ids of a checkpoint's config.
 
     ``eos_token_id`` may be one id or several (Llama 3 lists more than one); ``dtype`` is the
-    stored dtype named in the config (informative only).
+    stored dtype named in the config (what ``from_pretrained(dtype="auto")`` loads in).
     """
 
     family: str
