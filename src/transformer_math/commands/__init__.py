@@ -1,13 +1,19 @@
-"""Extra ``tmath`` subcommands (calculators), discovered by where they live.
+"""Every ``tmath`` subcommand, discovered by where it lives (issue 37, item 2).
 
-Every module of this package whose name does not start with ``_`` is imported by
-``transformer_math.cli`` when the command line is built; if it defines
+``verify``, ``list`` (``list_claims.py``), ``show``, ``margins``, ``report`` and ``bench`` live
+here beside the calculators, the doctor and the rest; ``transformer_math.cli`` holds only the
+application, ``--version`` and the one error path. Every module of this package whose name
+does not start with ``_`` is imported by ``transformer_math.cli`` when the command line is
+built; if it defines
 
     def register(app: typer.Typer) -> None
 
 that function is called with the ``tmath`` application and adds its command(s), typically with
-``@app.command("name")``. Nothing is listed by hand: adding ``commands/<name>.py`` adds the
-command. A module without ``register`` is ignored (it may hold helpers).
+``app.command("name")(function)``. Nothing is listed by hand: adding ``commands/<name>.py`` adds
+the command. A module without ``register`` is ignored: ``args.py`` (argument checks),
+``options.py`` (the options several commands share: ``--tier``, ``-k``, ``--seed``, ``--lang``,
+...) and ``output.py`` (consoles, progress bar, ``--json`` output) hold helpers. An optional
+``HELP_ORDER`` (an int, default 100) places the module's commands in ``tmath --help``.
 
 Rules for a command module, so that ``tmath --help`` stays fast and the conventions hold:
 

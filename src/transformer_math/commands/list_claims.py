@@ -1,0 +1,87 @@
+"""``tmath list``: the registered claims (nothing is run), as a table or ``--json``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+try:  # typer vendors click from 0.2x on
+    from typer._click.exceptions import UsageError
+except ImportError:  # pragma: no cover - older typer depends on click itself
+    from click.exceptions import UsageError  # type: ignore[no-redef]
+
+from transformer_math.commands.options import (
+    LANGS,
+    TIERS,
+    LangOption,
+    PatternOption,
+    choice,
+    in_language,
+    regex,
+)
+from transformer_math.commands.output import (
+    stdout,
+)
+
+if TYPE_CHECKING:
+
+
+    pass
+
+
+HELP_ORDER = 1
+"""Place in ``tmath --help`` (``cli.register_extra_commands``)."""
+
+
+def list_claims(
+    json_output: Annotated[
+        bool, typer.Option("--json", help="Print JSON instead of a table.")
+    ] = False,
+    tier: Annotated[
+        str | None,
+        typer.Option(
+            "--tier",
+            metavar="quick|full",
+            help="quick or full: the claims `verify --tier` would run.",
+        ),
+    ] = None,
+    pattern: PatternOption = None,
+    lang: LangOption = "en",
+) -> None:
+    """List the registered claims: id, tier, topic, source, falsifier, statement.
+
+    ``--lang zh`` shows the statements in Chinese (English where no translation exists); the
+    JSON carries both (``statement``, ``statement_zh``) whatever the language.
+    """
+    if tier is not None:
+        tier = choice(tier, TIERS, "--tier")
+    lang = choice(lang, LANGS, "--lang")
+    pattern = regex(pattern)
+
+    from transformer_math.claims.registry import all_claims, select_claims
+    from transformer_math.report.results import claim_to_json
+    from transformer_math.report.table import claims_list_table, json_text
+
+    claims = [claim_to_json(c) for c in select_claims(all_claims(), tier=tier, pattern=pattern)]
+    if pattern and not claims:
+        raise UsageError(f"no claim matches -k {pattern!r}")
+    if json_output:
+        typer.echo(json_text({"claims": claims}))
+        return
+    out = stdout()
+    out.print(claims_list_table(in_language(claims, lang)))
+    kinds: dict[str, int] = {}
+    for c in claims:
+        kinds[str(c.get("kind"))] = kinds.get(str(c.get("kind")), 0) + 1
+    errors = sum(len(c.get("refutes") or []) for c in claims if c.get("kind") != "model")
+    modelled = sum(len(c.get("refutes") or []) for c in claims if c.get("kind") == "model")
+    by_kind = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+    out.print(f"{len(claims)} claims ({by_kind}); {errors} distinct seed errors expected "
+              f"refuted by running code" + (f", {modelled} by an analytic model" if modelled
+                                             else ""), style="dim")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``tmath list`` to ``app``."""
+    app.command("list")(list_claims)

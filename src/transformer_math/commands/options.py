@@ -1,0 +1,88 @@
+"""What several ``tmath`` commands share: the choices, the option types and their checks (no
+``register``: this module adds no command).
+
+``verify``, ``list``, ``show``, ``margins`` and ``report`` take the same ``--tier``, ``-k``,
+``--seed``, ``--seeds``, ``--size``, ``--lang`` and ``--threads``; their types live here once, so
+that the help texts and the checks agree. A bad choice or regular expression is a
+``UsageError`` (one line ``tmath CMD: error: ...``, exit 2, by ``cli.TmathGroup``).
+
+Imports only ``typer`` and the standard library, so ``tmath --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+import typer
+
+try:  # typer vendors click from 0.2x on
+    from typer._click.exceptions import UsageError
+except ImportError:  # pragma: no cover - older typer depends on click itself
+    from click.exceptions import UsageError  # type: ignore[no-redef]
+
+TIERS = ("quick", "full")
+SIZES = ("tiny", "default", "large")
+LANGS = ("en", "zh")  # transformer_math.i18n.LANGS (not imported here: --help stays light)
+
+
+def choice(value: str, choices: Sequence[str], option: str) -> str:
+    """``value`` if it is one of ``choices``; else a one-line usage error naming ``option``."""
+    if value not in choices:
+        raise UsageError(f"{option} must be one of {', '.join(choices)}; got {value!r}")
+    return value
+
+
+def regex(pattern: str | None) -> str | None:
+    """``pattern`` if it compiles as a regular expression (``-k``); else a usage error."""
+    if pattern is None:
+        return None
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise UsageError(f"-k {pattern!r} is not a valid regular expression: {exc}") from None
+    return pattern
+
+
+def in_language(claims: list[dict[str, Any]], lang: str) -> list[dict[str, Any]]:
+    """Copies of claim entries whose statement (and notes) are in ``lang``, for the terminal."""
+    if lang == "en":
+        return claims
+    from transformer_math import i18n
+
+    return [{**c, "statement": i18n.statement(c, lang),
+             "notes": [i18n.text(str(n), lang) for n in c.get("notes") or []]} for c in claims]
+
+
+TierOption = Annotated[
+    str,
+    typer.Option(
+        "--tier", metavar="quick|full", help="quick: the quick claims; full: every claim."
+    ),
+]
+PatternOption = Annotated[
+    str | None,
+    typer.Option("-k", "--pattern",
+                 help="Regular expression, case-insensitive, searched in claim id, topic, "
+                 "source, statement, section (8.3.3) and project module (M2)."),
+]
+SeedOption = Annotated[int, typer.Option("--seed", min=0, help="Seed of every random draw.")]
+SeedsOption = Annotated[
+    int,
+    typer.Option("--seeds", min=1,
+                 help="Seeds a training claim runs: --seed, --seed + 1, ... (default 3)."),
+]
+LangOption = Annotated[
+    str,
+    typer.Option("--lang", metavar="en|zh",
+                 help="Language of statements and of the HTML report: en or zh (Chinese)."),
+]
+SizeOption = Annotated[
+    str,
+    typer.Option(
+        "--size", metavar="tiny|default|large", help="Experiment size: tiny, default or large."
+    ),
+]
+
+
