@@ -5,7 +5,7 @@ with a target ratio misses it).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -14,28 +14,9 @@ try:  # typer vendors click from 0.2x on
 except ImportError:  # pragma: no cover - older typer depends on click itself
     from click.exceptions import UsageError  # type: ignore[no-redef]
 
-from transformer_math.commands.args import (
-    MAX_REPEATS,
-    integer,
-    internal_work,
-    output_file,
-)
-from transformer_math.commands.options import (
-    regex,
-)
-from transformer_math.commands.output import (
-    emit_json,
-    progress_bar,
-    stderr,
-    stdout,
-    to_stdout,
-)
-
-if TYPE_CHECKING:
-
-
-    pass
-
+from transformer_math.commands.args import MAX_REPEATS, integer, internal_work, output_file
+from transformer_math.commands.options import regex
+from transformer_math.commands.output import emit_json, progress_bar, stderr, stdout, to_stdout
 
 HELP_ORDER = 5
 """Place in ``tmath --help`` (``cli.register_extra_commands``)."""

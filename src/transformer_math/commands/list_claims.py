@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -20,15 +20,7 @@ from transformer_math.commands.options import (
     in_language,
     regex,
 )
-from transformer_math.commands.output import (
-    stdout,
-)
-
-if TYPE_CHECKING:
-
-
-    pass
-
+from transformer_math.commands.output import stdout
 
 HELP_ORDER = 1
 """Place in ``tmath --help`` (``cli.register_extra_commands``)."""
@@ -48,9 +40,15 @@ def list_claims(
     ] = None,
     pattern: PatternOption = None,
     lang: LangOption = "en",
+    wide: Annotated[
+        bool, typer.Option("--wide", help="Show every column (kind, statement, source, "
+                           "falsifier) with whole cells, one line per claim, however wide.")
+    ] = False,
 ) -> None:
-    """List the registered claims: id, tier, topic, source, falsifier, statement.
+    """List the registered claims: id, tier, expected verdict, kind, statement, source, falsifier.
 
+    The table fits the terminal (``COLUMNS``): id, tier and expected verdict always, the other
+    columns as the width leaves room (cut with ...); ``--wide`` shows them all, whole.
     ``--lang zh`` shows the statements in Chinese (English where no translation exists); the
     JSON carries both (``statement``, ``statement_zh``) whatever the language.
     """
@@ -60,8 +58,9 @@ def list_claims(
     pattern = regex(pattern)
 
     from transformer_math.claims.registry import all_claims, select_claims
+    from transformer_math.commands._claim_views import list_columns, list_table, table_width
     from transformer_math.report.results import claim_to_json
-    from transformer_math.report.table import claims_list_table, json_text
+    from transformer_math.report.table import json_text
 
     claims = [claim_to_json(c) for c in select_claims(all_claims(), tier=tier, pattern=pattern)]
     if pattern and not claims:
@@ -70,7 +69,13 @@ def list_claims(
         typer.echo(json_text({"claims": claims}))
         return
     out = stdout()
-    out.print(claims_list_table(in_language(claims, lang)))
+    shown = in_language(claims, lang)
+    columns = list_columns(shown, None if wide else out.width)
+    if wide:
+        from rich.console import Console
+
+        out = Console(highlight=False, width=max(table_width(columns), out.width))
+    out.print(list_table(shown, columns))
     kinds: dict[str, int] = {}
     for c in claims:
         kinds[str(c.get("kind"))] = kinds.get(str(c.get("kind")), 0) + 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -15,13 +15,7 @@ try:  # typer vendors click from 0.2x on
 except ImportError:  # pragma: no cover - older typer depends on click itself
     from click.exceptions import UsageError  # type: ignore[no-redef]
 
-from transformer_math.commands.args import (
-    MAX_SEED,
-    MAX_SEEDS,
-    internal_work,
-    number,
-    output_file,
-)
+from transformer_math.commands.args import MAX_SEED, MAX_SEEDS, internal_work, number, output_file
 from transformer_math.commands.options import (
     SIZES,
     TIERS,
@@ -31,18 +25,7 @@ from transformer_math.commands.options import (
     choice,
     regex,
 )
-from transformer_math.commands.output import (
-    emit_json,
-    stderr,
-    stdout,
-    to_stdout,
-)
-
-if TYPE_CHECKING:
-
-
-    pass
-
+from transformer_math.commands.output import emit_json, stderr, stdout, to_stdout
 
 HELP_ORDER = 3
 """Place in ``tmath --help`` (``cli.register_extra_commands``)."""

@@ -28,7 +28,16 @@ if TYPE_CHECKING:
 
 
 def stdout() -> Console:
-    """The console of tables (``report.table.stdout_console``: width from ``COLUMNS``)."""
+    """The console of tables: ``COLUMNS`` columns wide when that is set (a user's or a test's
+    choice, piped or not), else ``report.table.stdout_console`` (the terminal's width; 160
+    columns when piped)."""
+    import os
+
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        from rich.console import Console
+
+        return Console(highlight=False, width=int(columns))
     from transformer_math.report.table import stdout_console
 
     return stdout_console()

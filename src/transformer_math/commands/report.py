@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -12,24 +12,9 @@ try:  # typer vendors click from 0.2x on
 except ImportError:  # pragma: no cover - older typer depends on click itself
     from click.exceptions import UsageError  # type: ignore[no-redef]
 
-from transformer_math.commands.args import (
-    output_folder,
-)
-from transformer_math.commands.options import (
-    LANGS,
-    LangOption,
-    choice,
-)
-from transformer_math.commands.output import (
-    stdout,
-    write_output,
-)
-
-if TYPE_CHECKING:
-
-
-    pass
-
+from transformer_math.commands.args import output_folder
+from transformer_math.commands.options import LANGS, LangOption, choice
+from transformer_math.commands.output import stdout, write_output
 
 HELP_ORDER = 4
 """Place in ``tmath --help`` (``cli.register_extra_commands``)."""

@@ -11,12 +11,7 @@ try:  # typer vendors click from 0.2x on
 except ImportError:  # pragma: no cover - older typer depends on click itself
     from click.exceptions import UsageError  # type: ignore[no-redef]
 
-from transformer_math.commands.args import (
-    MAX_SEED,
-    MAX_SEEDS,
-    integer,
-    internal_work,
-)
+from transformer_math.commands.args import MAX_SEED, MAX_SEEDS, integer, internal_work
 from transformer_math.commands.options import (
     LANGS,
     SIZES,
@@ -27,10 +22,7 @@ from transformer_math.commands.options import (
     choice,
     in_language,
 )
-from transformer_math.commands.output import (
-    progress_bar,
-    stdout,
-)
+from transformer_math.commands.output import progress_bar, stdout
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -108,8 +100,9 @@ def show(
     integer("--seeds", seeds, low=1, high=MAX_SEEDS)
 
     from transformer_math.claims.registry import get_claim
+    from transformer_math.commands._claim_views import claim_detail
     from transformer_math.report.results import to_jsonable
-    from transformer_math.report.table import claim_detail, json_text
+    from transformer_math.report.table import json_text
 
     try:
         c = get_claim(claim_id)

@@ -12,9 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rich import box
-from rich.console import Console, Group, RenderableType
-from rich.json import JSON
-from rich.panel import Panel
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -186,112 +184,6 @@ def problem_lines(claims: Iterable[Mapping[str, Any]]) -> list[Text]:
                 )
             )
     return lines
-
-
-def claims_list_table(claims: Iterable[Mapping[str, Any]], *, statement_chars: int = 70) -> Table:
-    """``tmath list``: id, tier, expected verdict, source, falsifier bug, statement (cut)."""
-    table = Table(box=box.SIMPLE_HEAVY, header_style="bold", pad_edge=False)
-    table.add_column("claim", no_wrap=True, min_width=38)
-    table.add_column("tier", no_wrap=True, min_width=5)
-    table.add_column("kind", no_wrap=True)
-    table.add_column("expects", no_wrap=True)
-    table.add_column("source", no_wrap=True, overflow="ellipsis", max_width=28)
-    table.add_column("falsifier", no_wrap=True, overflow="ellipsis", max_width=28)
-    table.add_column("statement", no_wrap=True, overflow="ellipsis", ratio=1)
-    for c in claims:
-        falsifier = c.get("falsifier")
-        table.add_row(
-            str(c.get("id")),
-            str(c.get("tier")),
-            str(c.get("kind") or DASH),
-            str(c.get("expected") or DASH),
-            str(c.get("source")),
-            str(falsifier.get("name")) if isinstance(falsifier, Mapping) else DASH,
-            format_value(c.get("statement"), max_chars=statement_chars),
-        )
-    return table
-
-
-def _field_grid(rows: Iterable[tuple[str, RenderableType]]) -> Table:
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="bold", no_wrap=True)
-    grid.add_column(overflow="fold")
-    for key, value in rows:
-        # a plain string is data, never rich markup: "TC^0[log n]" keeps its brackets
-        grid.add_row(key, Text(value) if isinstance(value, str) else value)
-    return grid
-
-
-def claim_detail(c: Mapping[str, Any]) -> RenderableType:
-    """Everything about one claim result (``tmath show``): fields, notes, details, falsifier."""
-
-    def full(value: Any) -> str:
-        return format_value(value, max_items=64, max_chars=4000)
-
-    parts: list[RenderableType] = [
-        _field_grid(
-            [
-                ("claim", Text(str(c.get("id")), style="bold")),
-                ("verdict", verdict_text(c.get("verdict"))),
-                ("kind", str(c.get("kind") or DASH)),
-                ("tier", str(c.get("tier"))),
-                ("source", str(c.get("source"))),
-                ("statement", str(c.get("statement"))),
-                ("predicted", full(c.get("predicted"))),
-                ("measured", full(c.get("measured"))),
-                ("tolerance", full(c.get("tolerance"))),
-                ("expected", f"{c.get('expected') or DASH} (version {c.get('version', 1)})"),
-                ("seed lines", full(c.get("seed_refs"))),
-                ("refutes", full(c.get("refutes"))),
-                ("corrections", full(c.get("corrections"))),
-                ("section", f"{c.get('section') or DASH}"
-                            + (f" (project {c['module']})" if c.get("module") else "")),
-                ("per seed", full(c.get("per_seed"))),
-                ("pass conditions", full(c.get("margins"))),
-                ("seed's version", full(c.get("seed_margins"))),
-                ("decisive", full(c.get("decisive"))),
-                ("review notes", str(c.get("audit") or DASH)),
-                ("seconds", full(c.get("seconds"))),
-            ]
-        )
-    ]
-    if c.get("error"):
-        parts.append(Text.assemble(("error: ", "bold red"), str(c["error"])))
-    falsifier = c.get("falsifier")
-    if isinstance(falsifier, Mapping):
-        caught = falsifier.get("caught")
-        caught_text = falsifier_text(falsifier) if caught is not None else Text("not run")
-        parts.append(
-            Panel(
-                _field_grid(
-                    [
-                        ("name", str(falsifier.get("name"))),
-                        ("description", str(falsifier.get("description") or DASH)),
-                        ("verdict", verdict_text(falsifier.get("verdict"))),
-                        ("measured", full(falsifier.get("measured"))),
-                        ("caught", caught_text),
-                    ]
-                ),
-                title="falsifier",
-                title_align="left",
-                box=box.ROUNDED,
-            )
-        )
-    else:
-        parts.append(Text("falsifier: none", style="dim"))
-    notes = [str(n) for n in c.get("notes") or []]
-    if notes:
-        parts.append(
-            Panel(Group(*(Text(f"- {n}") for n in notes)), title="notes", title_align="left")
-        )
-    details = c.get("details")
-    if details:
-        parts.append(Panel(JSON(dumps(details)), title="details", title_align="left"))
-    figures = c.get("figures") or []
-    if figures:
-        titles = ", ".join(repr(str(f.get("title"))) for f in figures if isinstance(f, Mapping))
-        parts.append(Text(f"figures: {titles} (drawn by `tmath verify --report DIR`)", style="dim"))
-    return Group(*parts)
 
 
 def bench_tables(results: Sequence[Mapping[str, Any]]) -> list[Table]:
