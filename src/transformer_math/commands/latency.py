@@ -11,18 +11,34 @@ Examples::
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 
 import typer
 
 from transformer_math.commands.args import (
     FIGURE_SUFFIXES,
+    MAX_THREADS,
     fail,
     integer,
     json_text,
     number,
     output_file,
 )
+
+
+@contextlib.contextmanager
+def _measuring_threads(threads: int, measuring: bool) -> Iterator[None]:
+    """``torch_threads(threads)`` around what times this machine; nothing (and no torch
+    import) when nothing is timed."""
+    if not measuring:
+        yield
+        return
+    from transformer_math.diagnostics.timing import torch_threads
+
+    with torch_threads(threads):
+        yield
 
 
 def latency(
@@ -50,6 +66,9 @@ def latency(
                                  help="Also time the project's Transformer of this shape here "
                                  "(CPU, float32) against the model on cpu-here (measured)."),
     as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+    threads: int = typer.Option(1, "--threads", help="torch intra-op threads while cpu-here "
+                                "and --measure time this machine (>= 1; default 1: steadier "
+                                "on a shared machine)."),
 ) -> None:
     """Roofline latency of one forward: max(FLOPs / peak, bytes / bandwidth) per operator."""
     from transformer_math.theory import latency as lm
@@ -89,30 +108,32 @@ def latency(
     name = hardware or ("custom" if tflops is not None else "h100-sxm")
     if name != "custom" and name not in known:
         fail(f"--hardware must be one of {', '.join(known)}, got {name!r}")
-    if name == "custom":
-        assert tflops is not None and bandwidth is not None
-        hw = lm.custom_hardware(tflops, bandwidth)
-    else:
-        hw = lm.get_hardware(name)
-    mode = "decode" if decode else "prefill"
-    kw = {"attention": attention}
-    cost = (lm.decode_cost(shape, hw, tokens, **kw) if decode
-            else lm.prefill_cost(shape, hw, tokens, **kw))
-    result: dict[str, object] = {"model": shape.to_json(), "model_source": source,
-                                 "hardware": hw.to_json(), "mode": mode, "tokens": tokens,
-                                 "attention": attention, "cost": cost.to_json()}
-    if budget_ms is not None:
-        result["budget_ms"] = budget_ms
-        result["max_tokens_in_budget"] = lm.max_context(shape, hw, budget_ms / 1e3, mode=mode,
-                                                        **kw)
-    if measure:
-        from transformer_math.diagnostics import latency_probe
+    integer("--threads", threads, low=1, high=MAX_THREADS)
+    with _measuring_threads(threads, measure or name == "cpu-here"):
+        if name == "custom":
+            assert tflops is not None and bandwidth is not None
+            hw = lm.custom_hardware(tflops, bandwidth)
+        else:
+            hw = lm.get_hardware(name)
+        mode = "decode" if decode else "prefill"
+        kw = {"attention": attention}
+        cost = (lm.decode_cost(shape, hw, tokens, **kw) if decode
+                else lm.prefill_cost(shape, hw, tokens, **kw))
+        result: dict[str, object] = {"model": shape.to_json(), "model_source": source,
+                                     "hardware": hw.to_json(), "mode": mode, "tokens": tokens,
+                                     "attention": attention, "cost": cost.to_json()}
+        if budget_ms is not None:
+            result["budget_ms"] = budget_ms
+            result["max_tokens_in_budget"] = lm.max_context(shape, hw, budget_ms / 1e3, mode=mode,
+                                                            **kw)
+        if measure:
+            from transformer_math.diagnostics import latency_probe
 
-        if shape.weights() > latency_probe.MAX_WEIGHTS or tokens > latency_probe.MAX_TOKENS:
-            fail(f"--measure builds the model here: at most {latency_probe.MAX_WEIGHTS:,} "
-                 f"weights and --tokens <= {latency_probe.MAX_TOKENS}, got "
-                 f"{shape.weights():,} weights and {tokens} tokens")
-        result["measured"] = latency_probe.measure_against_model(shape, tokens)
+            if shape.weights() > latency_probe.MAX_WEIGHTS or tokens > latency_probe.MAX_TOKENS:
+                fail(f"--measure builds the model here: at most {latency_probe.MAX_WEIGHTS:,} "
+                     f"weights and --tokens <= {latency_probe.MAX_TOKENS}, got "
+                     f"{shape.weights():,} weights and {tokens} tokens")
+            result["measured"] = latency_probe.measure_against_model(shape, tokens)
     if fig_path is not None:
         _figure(lm, shape, hw, tokens, fig_path)
         result["figure"] = str(fig_path)

@@ -15,12 +15,21 @@ try:  # typer vendors click from 0.2x on
 except ImportError:  # pragma: no cover - older typer depends on click itself
     from click.exceptions import UsageError  # type: ignore[no-redef]
 
-from transformer_math.commands.args import MAX_SEED, MAX_SEEDS, internal_work, number, output_file
+from transformer_math.commands.args import (
+    MAX_SEED,
+    MAX_SEEDS,
+    MAX_THREADS,
+    integer,
+    internal_work,
+    number,
+    output_file,
+)
 from transformer_math.commands.options import (
     SIZES,
     TIERS,
     PatternOption,
     SizeOption,
+    ThreadsOption,
     TierOption,
     choice,
     regex,
@@ -62,6 +71,7 @@ def margins(
         Path | None, typer.Option(
             "--json", help="Write the sweep as JSON to this file ('-': to stdout).")
     ] = None,
+    threads: ThreadsOption = 1,
 ) -> None:
     """Run claims for several seeds; is every pass condition's slack >= FACTOR x its spread?
 
@@ -72,20 +82,19 @@ def margins(
     pattern = regex(pattern)
     seed_list = _seed_list(seeds)
     factor = number("--factor", factor, low=0, low_open=True)
+    integer("--threads", threads, low=1, high=MAX_THREADS)
     if not to_stdout(json_file):
         output_file("--json", json_file)  # before the sweep runs
 
-    import torch
-
     from transformer_math.claims.margins import sweep
     from transformer_math.claims.registry import Size, all_claims, select_claims
+    from transformer_math.diagnostics.timing import torch_threads
 
     claims = select_claims(all_claims(), tier=tier, pattern=pattern)
     if not claims:
         raise UsageError(f"no claim of tier {tier!r} matches -k {pattern!r} (see 'tmath list')")
-    torch.set_num_threads(1)
     out = stderr() if to_stdout(json_file) else stdout()
-    with internal_work():
+    with internal_work(), torch_threads(threads):
         spreads = sweep(claims, seed_list, size=Size(size))
     for sp in spreads:
         out.print(f"{'firm ' if sp.firm(factor) else 'WEAK '} {sp.claim_id}  "

@@ -96,10 +96,9 @@ def mutants(
     bug_pattern = _regex("--bug", bug_pattern)
     output_file("--json", json_file)
 
-    import torch
-
     from transformer_math.claims.mutants import run_zoo, select_bugs
     from transformer_math.claims.registry import Context, Size, all_claims, select_claims
+    from transformer_math.diagnostics.timing import torch_threads
 
     claims = select_claims(all_claims(), tier=tier, pattern=pattern)
     if not claims:
@@ -107,13 +106,13 @@ def mutants(
     zoo = select_bugs(bug_pattern)
     if not zoo:
         _fail(f"no bug matches --bug {bug_pattern!r}")
-    torch.set_num_threads(threads)
 
     def step(bug: str, claim_id: str) -> None:
         sys.stderr.write(f"\r\033[K{bug} <- {claim_id}")
         sys.stderr.flush()
 
-    with internal_work():  # a ValueError from here on is ours: keep its traceback
+    # a ValueError from here on is ours: keep its traceback; the thread count is restored after
+    with internal_work(), torch_threads(threads):
         report = run_zoo(claims, zoo, Context(seed=seed, size=Size(size), seeds=seeds),
                          first_kill=first_kill, every_claim=every_claim,
                          on_step=step if sys.stderr.isatty() else None)
@@ -161,8 +160,7 @@ def _doctor_matrix(bug_pattern: str | None, json_file: Path | None, *, seed: int
     bug_pattern = _regex("--bug", bug_pattern)
     output_file("--json", json_file)
 
-    import torch
-
+    from transformer_math.diagnostics.timing import torch_threads
     from transformer_math.doctor import select_checks
     from transformer_math.doctor.zoo import ZOO_MODELS, doctor_matrix, matrix_lines
 
@@ -174,13 +172,12 @@ def _doctor_matrix(bug_pattern: str | None, json_file: Path | None, *, seed: int
         select_checks(checks)
     except ValueError as exc:
         _fail(str(exc))
-    torch.set_num_threads(threads)
 
     def step(bug: str, model: str) -> None:
         sys.stderr.write(f"\r\033[K{bug} <- {model}")
         sys.stderr.flush()
 
-    with internal_work():
+    with internal_work(), torch_threads(threads):
         matrix = doctor_matrix(bug_pattern, models or None, checks=checks or None, seed=seed,
                                first_flag=first_flag,
                                on_step=step if sys.stderr.isatty() else None)

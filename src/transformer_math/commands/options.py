@@ -3,7 +3,9 @@
 
 ``verify``, ``list``, ``show``, ``margins`` and ``report`` take the same ``--tier``, ``-k``,
 ``--seed``, ``--seeds``, ``--size``, ``--lang`` and ``--threads``; their types live here once, so
-that the help texts and the checks agree. A bad choice or regular expression is a
+that the help texts and the checks agree. ``--threads`` (default 1) is applied with
+``diagnostics.timing.torch_threads``, a context manager: the process's count is restored
+after the command's work, never changed for good. A bad choice or regular expression is a
 ``UsageError`` (one line ``tmath CMD: error: ...``, exit 2, by ``cli.TmathGroup``).
 
 Imports only ``typer`` and the standard library, so ``tmath --help`` stays fast.
@@ -78,6 +80,11 @@ LangOption = Annotated[
     typer.Option("--lang", metavar="en|zh",
                  help="Language of statements and of the HTML report: en or zh (Chinese)."),
 ]
+THREADS_HELP = ("torch intra-op threads while it runs (>= 1). Default 1: on a machine shared "
+                "with other processes a second thread waits for a busy core (an ACT training "
+                "step measured 68 ms with 2 threads vs 15 ms with 1 beside one busy process "
+                "on 2 cores, benchmarks/act_threads.py).")
+ThreadsOption = Annotated[int, typer.Option("--threads", help=THREADS_HELP)]
 SizeOption = Annotated[
     str,
     typer.Option(

@@ -11,7 +11,7 @@ try:  # typer vendors click from 0.2x on
 except ImportError:  # pragma: no cover - older typer depends on click itself
     from click.exceptions import UsageError  # type: ignore[no-redef]
 
-from transformer_math.commands.args import MAX_SEED, MAX_SEEDS, integer, internal_work
+from transformer_math.commands.args import MAX_SEED, MAX_SEEDS, MAX_THREADS, integer, internal_work
 from transformer_math.commands.options import (
     LANGS,
     SIZES,
@@ -19,6 +19,7 @@ from transformer_math.commands.options import (
     SeedOption,
     SeedsOption,
     SizeOption,
+    ThreadsOption,
     choice,
     in_language,
 )
@@ -60,15 +61,14 @@ class _ClaimProgress:
 def _run_claims(
     claims: Sequence[Claim], *, seed: int, size: str, threads: int, seeds: int = 3
 ) -> list[ClaimResult]:
-    import torch
-
     from transformer_math.claims.registry import Context, Size, run_claim
+    from transformer_math.diagnostics.timing import torch_threads
 
     # The claims use small tensors: one intra-op thread is as fast on an idle machine and avoids
-    # the 10-40x slow-downs of spinning threads when the cores are shared.
-    torch.set_num_threads(threads)
+    # the slow-downs of threads waiting for busy cores when they are shared; the caller's
+    # count is restored after (a context manager, no global change).
     results: list[ClaimResult] = []
-    with progress_bar() as progress:
+    with torch_threads(threads), progress_bar() as progress:
         task = progress.add_task("verifying", total=len(claims))
         for i, c in enumerate(claims):
             progress.update(task, description=c.id, completed=i)
@@ -88,6 +88,7 @@ def show(
     seeds: SeedsOption = 3,
     size: SizeOption = "default",
     lang: LangOption = "en",
+    threads: ThreadsOption = 1,
 ) -> None:
     """Run one claim and print everything about it (exit 1 when it fails).
 
@@ -98,6 +99,7 @@ def show(
     lang = choice(lang, LANGS, "--lang")
     integer("--seed", seed, low=0, high=MAX_SEED)
     integer("--seeds", seeds, low=1, high=MAX_SEEDS)
+    integer("--threads", threads, low=1, high=MAX_THREADS)
 
     from transformer_math.claims.registry import get_claim
     from transformer_math.commands._claim_views import claim_detail
@@ -109,7 +111,7 @@ def show(
     except KeyError as exc:
         raise UsageError(str(exc.args[0]) if exc.args else f"no claim {claim_id!r}") from None
     with internal_work():
-        (result,) = _run_claims([c], seed=seed, size=size, threads=1, seeds=seeds)
+        (result,) = _run_claims([c], seed=seed, size=size, threads=threads, seeds=seeds)
     entry = to_jsonable(result.to_json())
     if json_output:
         typer.echo(json_text(entry))

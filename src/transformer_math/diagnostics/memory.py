@@ -108,9 +108,15 @@ def peak_memory_of(fn: Callable[[], T]) -> tuple[T, int, str]:
 
 
 def _child(args: argparse.Namespace) -> dict[str, object]:
+    from transformer_math.diagnostics.timing import torch_threads
+
+    with torch_threads(1):  # one thread while measuring; the process's count restored after
+        return _measure_in_child(args)
+
+
+def _measure_in_child(args: argparse.Namespace) -> dict[str, object]:
     import torch
 
-    torch.set_num_threads(1)
     from transformer_math.functional.attention import scaled_dot_product_attention
     from transformer_math.functional.tiled_attention import tiled_attention
 

@@ -124,14 +124,8 @@ def execute(
         if remaining[c.id] == 0:
             results[c.id] = _assemble(c, settings, payloads)
     if executor == "inline":
-        import torch
-
-        threads = torch.get_num_threads()
-        try:
-            for key in todo:
-                finished(key, run_task(key, settings, profile=profile))
-        finally:
-            torch.set_num_threads(threads)
+        for key in todo:  # run_task restores the caller's thread count itself
+            finished(key, run_task(key, settings, profile=profile))
     else:
         _run_on_ray(todo, settings, workers=workers, address=address, finished=finished,
                     profile=profile)
@@ -157,15 +151,11 @@ def _importable_by_workers(claims: Sequence[Any]) -> None:
 
 
 def _assemble(claim: Any, settings: RunSettings, payloads: dict[TaskKey, Any]) -> Any:
-    import torch
+    from transformer_math.diagnostics.timing import torch_threads
 
-    threads = torch.get_num_threads()
-    torch.set_num_threads(settings.threads)
-    try:
+    with torch_threads(settings.threads):
         return assemble(claim, settings, {k: v for k, v in payloads.items()
                                           if k.claim == claim.id})
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _run_on_ray(todo: Sequence[TaskKey], settings: RunSettings, *, workers: int,
@@ -184,7 +174,12 @@ def map_on_ray(fn: Callable[..., Any], jobs: Sequence[tuple[Any, tuple[Any, ...]
     an exception), at most ``workers`` in flight (every job at once with an ``address`` and one
     worker: the cluster schedules them), in the order given; ``finished(key, value)`` as each
     completes; ``max_calls`` > 0: a worker process exits after that many tasks (0: never).
-    Raises :class:`ExecutorError` when Ray cannot start."""
+    Raises :class:`ExecutorError` when Ray cannot start.
+
+    Threads: a task takes one CPU, and its worker runs one torch intra-op thread by default
+    (the task functions, ``tasks.run_task`` and ``sweep.run_task``, run under
+    ``torch_threads(--threads)``, default 1; Ray also sets ``OMP_NUM_THREADS=1`` in a 1-CPU
+    task's worker), so ``--workers N`` keeps N threads busy, not N times the cores."""
     ray = start_ray(workers=workers, address=address)
     try:
         remote = ray.remote(num_cpus=1, max_retries=MAX_RETRIES, retry_exceptions=False,

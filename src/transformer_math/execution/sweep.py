@@ -210,18 +210,18 @@ def run_task(experiment: str, size: str, seed: int, point: dict[str, Any],
     """Run one (point, seed) of ``experiment``: ``{"metrics": {...}, "seconds": s}``.
 
     The config is ``preset(size)(seed)`` with ``point`` replaced; torch runs ``threads``
-    intra-op threads. A module-level function of plain arguments, so that a Ray worker can
+    intra-op threads during the run (the caller's count is restored after). A module-level
+    function of plain arguments, so that a Ray worker can
     run it (the inline executor runs the same function)."""
-    import torch
-
+    from transformer_math.diagnostics.timing import torch_threads
     from transformer_math.experiments.sweeps import SWEEPS
 
     entry = SWEEPS.get(experiment)
     config = dataclasses.replace(entry.preset(size, seed), **point)
-    torch.set_num_threads(threads)
-    start = time.perf_counter()
-    result = entry.run(config)
-    seconds = time.perf_counter() - start
+    with torch_threads(threads):  # restored after the run: no global leak
+        start = time.perf_counter()
+        result = entry.run(config)
+        seconds = time.perf_counter() - start
     metrics = {k: float(v) for k, v in entry.metrics(result).items()}
     return {"metrics": metrics, "seconds": seconds}
 
@@ -303,15 +303,9 @@ def run_sweep(plan: SweepPlan, out: Path, *, workers: int = 1, address: str | No
 
 def _run_inline(plan: SweepPlan, tasks: Sequence[tuple[int, int]], threads: int,
                 finished: Callable[[tuple[int, int], Mapping[str, Any]], None]) -> None:
-    import torch
-
-    before = torch.get_num_threads()
-    try:
-        for point, seed in tasks:
-            finished((point, seed), run_task(plan.experiment, plan.size, seed,
-                                             plan.points[point], threads))
-    finally:
-        torch.set_num_threads(before)
+    for point, seed in tasks:  # run_task restores the thread count itself
+        finished((point, seed), run_task(plan.experiment, plan.size, seed,
+                                         plan.points[point], threads))
 
 
 def _run_ray(plan: SweepPlan, tasks: Sequence[tuple[int, int]], *, workers: int,

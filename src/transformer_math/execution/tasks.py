@@ -93,13 +93,19 @@ def run_task(key: TaskKey, settings: RunSettings, *, profile: bool = False) -> d
     """Run one task here and return its payload (JSON data; see the module docstring).
 
     ``profile``: also split each phase's time into training, evaluation and the rest
-    (:class:`~.time_split.TimeSplit`), as ``payload["split"][phase]``.
+    (:class:`~.time_split.TimeSplit`), as ``payload["split"][phase]``. torch runs
+    ``settings.threads`` intra-op threads for the task (default 1: one per Ray worker, whose
+    task takes one CPU) and the caller's count is restored afterwards.
     """
-    import torch
+    from transformer_math.diagnostics.timing import torch_threads
 
+    with torch_threads(settings.threads):  # the count is restored after: no global leak
+        return _run_task(key, settings, profile)
+
+
+def _run_task(key: TaskKey, settings: RunSettings, profile: bool) -> dict[str, Any]:
     from transformer_math.claims.registry import get_claim, run_claim
 
-    torch.set_num_threads(settings.threads)
     c = get_claim(key.claim)
     start, cpu = time.perf_counter(), time.process_time()
     split: dict[str, dict[str, float]] = {}
