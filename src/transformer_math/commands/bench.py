@@ -9,13 +9,8 @@ from typing import Annotated
 
 import typer
 
-try:  # typer vendors click from 0.2x on
-    from typer._click.exceptions import UsageError
-except ImportError:  # pragma: no cover - older typer depends on click itself
-    from click.exceptions import UsageError  # type: ignore[no-redef]
-
 from transformer_math.commands.args import MAX_REPEATS, integer, internal_work, output_file
-from transformer_math.commands.options import regex
+from transformer_math.commands.options import UsageError, json_file_option, regex
 from transformer_math.commands.output import emit_json, progress_bar, stderr, stdout, to_stdout
 
 HELP_ORDER = 5
@@ -23,11 +18,7 @@ HELP_ORDER = 5
 
 
 def bench(
-    json_file: Annotated[
-        Path | None, typer.Option(
-            "--json", help="Write the measurements to this file ('-': to stdout, with the "
-                           "tables on stderr).")
-    ] = None,
+    json_file: Annotated[Path | None, json_file_option("the measurements")] = None,
     repeats: Annotated[
         int | None,
         typer.Option("--repeats", min=1, help="Timed repeats per benchmark (default: its own)."),

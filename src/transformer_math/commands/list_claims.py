@@ -6,16 +6,12 @@ from typing import Annotated
 
 import typer
 
-try:  # typer vendors click from 0.2x on
-    from typer._click.exceptions import UsageError
-except ImportError:  # pragma: no cover - older typer depends on click itself
-    from click.exceptions import UsageError  # type: ignore[no-redef]
-
 from transformer_math.commands.options import (
     LANGS,
     TIERS,
     LangOption,
     PatternOption,
+    UsageError,
     choice,
     in_language,
     regex,

@@ -10,11 +10,6 @@ from typing import Annotated
 
 import typer
 
-try:  # typer vendors click from 0.2x on
-    from typer._click.exceptions import UsageError
-except ImportError:  # pragma: no cover - older typer depends on click itself
-    from click.exceptions import UsageError  # type: ignore[no-redef]
-
 from transformer_math.commands.args import (
     MAX_SEED,
     MAX_SEEDS,
@@ -31,7 +26,9 @@ from transformer_math.commands.options import (
     SizeOption,
     ThreadsOption,
     TierOption,
+    UsageError,
     choice,
+    json_file_option,
     regex,
 )
 from transformer_math.commands.output import emit_json, stderr, stdout, to_stdout
@@ -67,10 +64,7 @@ def margins(
     factor: Annotated[
         float, typer.Option("--factor", help="Required min slack / spread between seeds.")
     ] = 3.0,
-    json_file: Annotated[
-        Path | None, typer.Option(
-            "--json", help="Write the sweep as JSON to this file ('-': to stdout).")
-    ] = None,
+    json_file: Annotated[Path | None, json_file_option("the sweep as JSON")] = None,
     threads: ThreadsOption = 1,
 ) -> None:
     """Run claims for several seeds; is every pass condition's slack >= FACTOR x its spread?

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -23,6 +24,12 @@ try:  # typer vendors click from 0.2x on
     from typer._click.exceptions import UsageError
 except ImportError:  # pragma: no cover - older typer depends on click itself
     from click.exceptions import UsageError  # type: ignore[no-redef]
+
+__all__ = [
+    "LANGS", "SIZES", "TIERS", "JsonFileOption", "LangOption", "PatternOption", "SeedOption",
+    "SeedsOption", "SizeOption", "ThreadsOption", "TierOption", "UsageError", "choice",
+    "in_language", "json_file_option", "regex",
+]
 
 TIERS = ("quick", "full")
 SIZES = ("tiny", "default", "large")
@@ -80,11 +87,19 @@ LangOption = Annotated[
     typer.Option("--lang", metavar="en|zh",
                  help="Language of statements and of the HTML report: en or zh (Chinese)."),
 ]
+def json_file_option(what: str) -> Any:
+    """The ``--json FILE`` option of a command whose output is ``what`` (``-``: stdout, with
+    the human-readable lines on stderr)."""
+    return typer.Option("--json", help=f"Write {what} to this file ('-': to stdout, with the "
+                        "tables on stderr).")
+
+
 THREADS_HELP = ("torch intra-op threads while it runs (>= 1). Default 1: on a machine shared "
                 "with other processes a second thread waits for a busy core (an ACT training "
                 "step measured 68 ms with 2 threads vs 15 ms with 1 beside one busy process "
                 "on 2 cores, benchmarks/act_threads.py).")
 ThreadsOption = Annotated[int, typer.Option("--threads", help=THREADS_HELP)]
+JsonFileOption = Annotated[Path | None, json_file_option("the results document")]
 SizeOption = Annotated[
     str,
     typer.Option(

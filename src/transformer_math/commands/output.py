@@ -17,10 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-try:  # typer vendors click from 0.2x on
-    from typer._click.exceptions import UsageError
-except ImportError:  # pragma: no cover - older typer depends on click itself
-    from click.exceptions import UsageError  # type: ignore[no-redef]
+from transformer_math.commands.options import UsageError
 
 if TYPE_CHECKING:
     from rich.console import Console

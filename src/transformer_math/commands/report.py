@@ -7,13 +7,8 @@ from typing import Annotated
 
 import typer
 
-try:  # typer vendors click from 0.2x on
-    from typer._click.exceptions import UsageError
-except ImportError:  # pragma: no cover - older typer depends on click itself
-    from click.exceptions import UsageError  # type: ignore[no-redef]
-
 from transformer_math.commands.args import output_folder
-from transformer_math.commands.options import LANGS, LangOption, choice
+from transformer_math.commands.options import LANGS, LangOption, UsageError, choice
 from transformer_math.commands.output import stdout, write_output
 
 HELP_ORDER = 4

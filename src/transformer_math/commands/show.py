@@ -6,11 +6,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-try:  # typer vendors click from 0.2x on
-    from typer._click.exceptions import UsageError
-except ImportError:  # pragma: no cover - older typer depends on click itself
-    from click.exceptions import UsageError  # type: ignore[no-redef]
-
 from transformer_math.commands.args import MAX_SEED, MAX_SEEDS, MAX_THREADS, integer, internal_work
 from transformer_math.commands.options import (
     LANGS,
@@ -20,6 +15,7 @@ from transformer_math.commands.options import (
     SeedsOption,
     SizeOption,
     ThreadsOption,
+    UsageError,
     choice,
     in_language,
 )

@@ -14,11 +14,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-try:  # typer vendors click from 0.2x on
-    from typer._click.exceptions import UsageError
-except ImportError:  # pragma: no cover - older typer depends on click itself
-    from click.exceptions import UsageError  # type: ignore[no-redef]
-
 from transformer_math.commands.args import (
     MAX_SEED,
     MAX_SEEDS,
@@ -35,12 +30,14 @@ from transformer_math.commands.options import (
     LANGS,
     SIZES,
     TIERS,
+    JsonFileOption,
     LangOption,
     PatternOption,
     SeedOption,
     SeedsOption,
     SizeOption,
     TierOption,
+    UsageError,
     choice,
     regex,
 )
@@ -107,11 +104,7 @@ def verify(
     seed: SeedOption = 0,
     seeds: SeedsOption = 3,
     size: SizeOption = "default",
-    json_file: Annotated[
-        Path | None, typer.Option(
-            "--json", help="Write the results document to this file ('-': to stdout, with the "
-                           "table on stderr).")
-    ] = None,
+    json_file: JsonFileOption = None,
     report_dir: Annotated[
         Path | None,
         typer.Option("--report", help="Write the HTML report (and results.json) into this folder."),
