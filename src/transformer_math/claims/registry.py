@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 import torch
 
 from transformer_math import bugs, chapters
+from transformer_math.claims import counts
 from transformer_math.registry import Registry
 
 T = TypeVar("T")
@@ -929,46 +930,29 @@ def run_claim(c: Claim, ctx: Context, *, falsifier: bool = True,
 
 
 def summarize(results: Iterable[ClaimResult]) -> dict[str, Any]:
+    """The ``summary`` of a run: counts per verdict, per kind and verdict, distinct seed errors
+    and falsifiers, all by the one definition of each in :mod:`transformer_math.claims.counts`."""
     results = list(results)
-    counts = {v.value: 0 for v in Verdict}
-    for r in results:
-        counts[r.evidence.verdict.value] += 1
-    with_falsifier = [r for r in results if r.falsifier_caught is not None]
-    by_kind: dict[str, dict[str, int]] = {}
-    for r in results:
-        kind = r.claim.kind.value if r.claim.kind is not None else "undeclared"
-        row = by_kind.setdefault(kind, {})
-        row[r.evidence.verdict.value] = row.get(r.evidence.verdict.value, 0) + 1
+    entries = [count_entry(r) for r in results]
     return {
         "total": len(results),
-        **counts,
-        "by_kind": by_kind,
-        "distinct_errors": distinct_errors(r.claim for r in results
-                                           if r.evidence.verdict is Verdict.REFUTED),
-        "falsifiers": len(with_falsifier),
-        "falsifiers_caught": sum(1 for r in with_falsifier if r.falsifier_caught),
+        **counts.by_verdict(entries),
+        "by_kind": counts.by_kind(entries),
+        "distinct_errors": counts.distinct_errors(entries),
+        **counts.falsifier_counts(entries),
         "problems": sum(1 for r in results if r.problem),
         "unexpected": sum(1 for r in results if not r.expected_met),
         "seconds": round(sum(r.seconds for r in results), 3),
     }
 
 
-MEASURED_KINDS = frozenset({Kind.MEASUREMENT, Kind.CONSTRUCTION, Kind.CODE_AUDIT})
-"""The kinds whose ``refuted`` counts as a seed error shown by running code (a ``model``
-claim's refutation is the model's conclusion and is counted apart)."""
-
-
-def distinct_errors(claims: Iterable[Claim]) -> dict[str, int]:
-    """The distinct seed errors the given claims refute (issue 31, item 3): one per
-    :class:`Refutation`, however many lines repeat it, split into those shown by running code
-    (``measured``: kinds measurement, construction, code-audit) and by an analytic model
-    (``modelled``); ``lines`` counts every seed line they cover."""
-    measured = modelled = lines = 0
-    for c in claims:
-        for r in c.refutes:
-            lines += len(r.lines)
-            if c.kind is Kind.MODEL:
-                modelled += 1
-            else:
-                measured += 1
-    return {"measured": measured, "modelled": modelled, "lines": lines}
+def count_entry(result: ClaimResult) -> dict[str, Any]:
+    """The keys of a result that :mod:`transformer_math.claims.counts` reads (kind, verdict,
+    refutation records, falsifier caught), without serialising the evidence."""
+    c = result.claim
+    return {"id": c.id, "section": c.section, "tier": c.tier.value,
+            "kind": c.kind.value if c.kind is not None else None,
+            "verdict": result.evidence.verdict.value,
+            "refutes": [r.to_json() for r in c.refutes],
+            "corrections": [r.to_json() for r in c.corrections],
+            "falsifier": {"caught": result.falsifier_caught}}

@@ -23,32 +23,32 @@ from transformer_math.commands.args import fail, json_text, output_file
 
 
 def section_counts() -> list[dict[str, Any]]:
-    """One row per section: key, titles, claims read there, claims citing it, refuted
-    statements and corrections on its lines, and the claim ids."""
+    """One row per section: key, titles, claims read there (by kind), claims citing it, and
+    the distinct seed errors (measured, modelled) and cited corrections whose quoted line lies
+    there, counted by :func:`transformer_math.claims.counts.section_row` (the report's table
+    by section counts a run the same way)."""
     from transformer_math import chapters
-    from transformer_math.claims.registry import Kind, all_claims
+    from transformer_math.claims import counts
+    from transformer_math.claims.registry import Kind, all_claims, claim_json
 
     claims = all_claims()
+    entries = [claim_json(c) for c in claims]
     rows = []
     for s in chapters.SECTIONS:
         citing = [c for c in claims
                   if any(r.seed == s.seed and r.lines[0] <= s.end and r.lines[1] >= s.start
                          for r in c.seed_refs)]
+        row = counts.section_row(entries, s)
         rows.append({
             "section": s.key, "seed": s.seed, "lines": [s.start, s.end],
             "title_en": s.title_en, "title_zh": s.title_zh,
-            "claims": sorted(c.id for c in claims if c.section == s.key),
+            "claims": row["claims"],
             "citing": len(citing),
-            "distinct_errors": sum(1 for c in claims if c.kind is not Kind.MODEL
-                                   for r in c.refutes
-                                   if r.seed == s.seed and s.contains(r.line)),
-            "modelled_errors": sum(1 for c in claims if c.kind is Kind.MODEL
-                                   for r in c.refutes
-                                   if r.seed == s.seed and s.contains(r.line)),
+            "distinct_errors": row["distinct_errors"],
+            "modelled_errors": row["modelled_errors"],
             "by_kind": {k.value: n for k in Kind
                         if (n := sum(1 for c in claims if c.section == s.key and c.kind is k))},
-            "corrections": sum(1 for c in claims for r in c.corrections
-                               if r.seed == s.seed and s.contains(r.line)),
+            "corrections": row["corrections"],
         })
     return rows
 

@@ -72,12 +72,12 @@ def list_claims(
 
         out = Console(highlight=False, width=max(table_width(columns), out.width))
     out.print(list_table(shown, columns))
-    kinds: dict[str, int] = {}
-    for c in claims:
-        kinds[str(c.get("kind"))] = kinds.get(str(c.get("kind")), 0) + 1
-    errors = sum(len(c.get("refutes") or []) for c in claims if c.get("kind") != "model")
-    modelled = sum(len(c.get("refutes") or []) for c in claims if c.get("kind") == "model")
-    by_kind = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+    from transformer_math.claims import counts
+
+    shown_counts = counts.catalogue(claims)
+    errors = shown_counts["distinct_errors"]["measured"]
+    modelled = shown_counts["distinct_errors"]["modelled"]
+    by_kind = ", ".join(f"{n} {k}" for k, n in shown_counts["kinds"].items())
     out.print(f"{len(claims)} claims ({by_kind}); {errors} distinct seed errors expected "
               f"refuted by running code" + (f", {modelled} by an analytic model" if modelled
                                              else ""), style="dim")

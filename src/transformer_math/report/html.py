@@ -657,44 +657,41 @@ def _section_summary_html(groups: Sequence[tuple[Any, list[Mapping[str, Any]]]],
             + f'<th class="num">{_e(page.ui("report.col.refutes"))}</th>'
             f'<th class="num">{_e(page.ui("report.col.corrections"))}</th>')
 
-    everything_refuted = [c for _, group in groups for c in group
-                          if c.get("verdict") == "refuted"]
+    from transformer_math.claims import counts as claim_counts
 
-    def errors_in(section: Any) -> int:
-        """Distinct errors whose quoted line lies in ``section`` (None: the whole run), one per
-        refutation record of a refuted claim, wherever the claim is read (the same count as
-        ``tmath chapters``)."""
-        return sum(1 for c in everything_refuted for r in c.get("refutes") or []
-                   if isinstance(r, Mapping) and (section is None or _record_in(r, section)))
+    everything = [c for _, group in groups for c in group]
 
     def row(title: str, claims: Sequence[Mapping[str, Any]], cls: str = "",
-            section: Any = None) -> str:
+            section: Any = "total") -> str:
+        """A section's claims by verdict, then the distinct errors shown by running code and
+        the cited corrections whose quoted line lies in it, wherever the claim is read (one
+        definition with ``tmath chapters``: ``claims.counts``); "total": the whole run."""
         counts = _counts(claims)
-        refutes = errors_in(section)
-        corrections = sum(len(c.get("corrections") or []) for c in claims)
+        if section == "total":
+            refutes = claim_counts.distinct_errors(everything)["measured"]
+            corrections = sum(len(c.get("corrections") or []) for c in everything)
+        else:
+            found = claim_counts.section_row(everything, None if section == "other" else section)
+            refutes, corrections = found["distinct_errors"], found["corrections"]
         cells = "".join(f'<td class="num">{counts[v]}</td>' for v in _VERDICTS)
         return (f"<tr{cls}><td>{title}</td><td class=\"num\">{len(claims)}</td>{cells}"
                 f'<td class="num">{refutes}</td><td class="num">{corrections}</td></tr>')
 
-    rows = [row(f'<a href="#{_e(_section_id(s))}">{_e(_section_title(s, page))}</a>', group,
-                section=s if s is not None else "other")
-            for s, group in groups]
-    everything = [c for _, group in groups for c in group]
+    read = {s.key if s is not None else None: group for s, group in groups}
+    rows = []
+    for s in (*chapters.SECTIONS, None):
+        key = s.key if s is not None else None
+        if key in read:
+            title = f'<a href="#{_e(_section_id(s))}">{_e(_section_title(s, page))}</a>'
+            rows.append(row(title, read[key], section=s if s is not None else "other"))
+        elif s is not None:  # no claim read here, but errors or corrections on its lines
+            found = claim_counts.section_row(everything, s)
+            if found["distinct_errors"] or found["corrections"]:
+                rows.append(row(_e(_section_title(s, page)), [], section=s))
     rows.append(row(_e(page.ui("report.total")), everything, ' class="total"'))
     return (f"<h3>{_e(page.ui('report.summary_by_section'))}</h3>"
             f'<table class="grid by-section"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>")
-
-
-def _record_in(record: Mapping[str, Any], section: Any) -> bool:
-    """Whether a refutation record's quoted line lies in ``section`` ("other": in none)."""
-    line = record.get("line")
-    if not isinstance(line, int):
-        return section == "other"
-    found = chapters.section_of(str(record.get("seed")), line)
-    if section == "other":
-        return found is None
-    return found is not None and found.key == section.key
 
 
 def _legend_html(page: _Page) -> str:

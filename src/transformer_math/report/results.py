@@ -107,11 +107,11 @@ def claim_to_json(c: Claim) -> dict[str, Any]:
 
 
 def summary_from_claims(claims: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """Counts like ``summarize`` computed from claim entries (for documents without a summary)."""
+    """Counts like ``summarize`` computed from claim entries (for documents without a summary),
+    by the same definitions (:mod:`transformer_math.claims.counts`)."""
+    from transformer_math.claims import counts
+
     claims = list(claims)
-    counts = {v: sum(1 for c in claims if c.get("verdict") == v) for v in VERDICTS}
-    falsifiers = [c["falsifier"] for c in claims if isinstance(c.get("falsifier"), Mapping)]
-    with_verdict = [f for f in falsifiers if f.get("caught") is not None]
     problems = sum(
         1
         for c in claims
@@ -121,24 +121,12 @@ def summary_from_claims(claims: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         or (isinstance(c.get("falsifier"), Mapping) and c["falsifier"].get("caught") is False)
     )
     seconds = sum(float(c.get("seconds") or 0.0) for c in claims)
-    by_kind: dict[str, dict[str, int]] = {}
-    errors = {"measured": 0, "modelled": 0, "lines": 0}
-    for c in claims:
-        kind, verdict = str(c.get("kind") or "undeclared"), str(c.get("verdict"))
-        by_kind.setdefault(kind, {})
-        by_kind[kind][verdict] = by_kind[kind].get(verdict, 0) + 1
-        if verdict == "refuted":
-            for r in c.get("refutes") or []:
-                if isinstance(r, Mapping):
-                    errors["modelled" if kind == "model" else "measured"] += 1
-                    errors["lines"] += 1 + len(r.get("also") or [])
     return {
         "total": len(claims),
-        **counts,
-        "by_kind": by_kind,
-        "distinct_errors": errors,
-        "falsifiers": len(with_verdict),
-        "falsifiers_caught": sum(1 for f in with_verdict if f.get("caught")),
+        **{v: n for v, n in counts.by_verdict(claims).items() if v in VERDICTS},
+        "by_kind": counts.by_kind(claims),
+        "distinct_errors": counts.distinct_errors(claims),
+        **counts.falsifier_counts(claims),
         "problems": problems,
         "seconds": round(seconds, 3),
     }
