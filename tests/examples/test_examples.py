@@ -12,6 +12,7 @@ the induction-heads one trains a model, so they run on one worker, once.
 
 from __future__ import annotations
 
+import json
 import os
 import runpy
 import subprocess
@@ -33,7 +34,7 @@ PROJECT_SCRIPTS = {
     "m4_chinchilla.py": ("architecture.chinchilla", "scaling.training-cost-2nd"),
 }
 SECTION_EXAMPLES = ("rope_scaling_figure.py", "icl_equals_gd.py", "induction_heads_tiny.py",
-                    "action_chunking.py")
+                    "action_chunking.py", "policy_walkthrough.py")
 
 
 def run_example(name: str, *args: str, timeout: float = 120) -> str:
@@ -110,6 +111,25 @@ def test_action_chunking_closed_form_and_point_mass() -> None:
     out = run_example("action_chunking.py", "--steps", "30", "--quick")
     assert "17.8" in out  # the seed's worked example 1600 / 90 at T = 400, eps = 0.01
     assert "k = 16" in out and "point-mass task" in out, out
+
+
+def test_policy_walkthrough_trains_saves_loads_in_a_new_process_and_plots(
+        tmp_path: Path) -> None:
+    """Record, train (small), save; the rollout runs in the python the script starts, from the
+    saved folder alone, and writes a PNG."""
+    out = run_example("policy_walkthrough.py", "--out", str(tmp_path / "run"), "--episodes", "6",
+                      "--steps", "120", "--horizon", "60", timeout=300)
+    assert "recorded 6 expert episodes of 60 steps" in out, out
+    assert sorted(p.name for p in (tmp_path / "run" / "policy").iterdir()) == [
+        "config.json", "model.safetensors"]
+    assert (tmp_path / "run" / "rollout.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    errors = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
+    assert errors["policy"] < errors["zero_action"], errors
+    assert out.splitlines()[-1].startswith("OK"), out
+    # the rollout stage alone, in another process, reads the same folder again
+    again = run_example("policy_walkthrough.py", "rollout", "--out", str(tmp_path / "run"),
+                        "--horizon", "60")
+    assert json.loads(next(line for line in again.splitlines() if line.startswith("{"))) == errors
 
 
 def test_readme_lists_every_example() -> None:
