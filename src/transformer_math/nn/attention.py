@@ -28,13 +28,16 @@ default to ``past, ..., past + T - 1`` with ``past`` the cache length, so increm
 uses the same positions as a full forward pass.
 
 Hook points (``nn/hooks.py``; names relative to this module): ``hook_q`` (B, H, T, d_k) and
-``hook_k``/``hook_v`` (B, H_kv, T, d_k) after RoPE and before the cache; ``hook_scores``
-(B, H, T, S), the logits q k^T * scale with the masks added (-inf where blocked);
-``hook_pattern`` (B, H, T, S), the attention weights; ``hook_z`` (B, H, T, d_k), every head's
-output before W_O. Scores and pattern are materialised only while something listens: with a
-listener on ``hook_scores`` the module evaluates the formula itself (softmax backends only);
-with one on ``hook_pattern`` alone it asks its backend for the weights, and a pattern replaced
-by the hook is multiplied with V again, so patching a pattern changes the output.
+``hook_k``/``hook_v`` (B, H_kv, T, d_k) after RoPE and before the cache (with RoPE,
+``hook_q_pre_rope``/``hook_k_pre_rope`` see them before the rotation: TransformerLens's
+``hook_q``/``hook_k``, whose ``hook_rot_q``/``hook_rot_k`` are the project's ``hook_q``/
+``hook_k``); ``hook_scores`` (B, H, T, S), the logits q k^T * scale with the masks added
+(-inf where blocked); ``hook_pattern`` (B, H, T, S), the attention weights; ``hook_z``
+(B, H, T, d_k), every head's output before W_O. Scores and pattern are materialised only while
+something listens: with a listener on ``hook_scores`` the module evaluates the formula itself
+(softmax backends only); with one on ``hook_pattern`` alone it asks its backend for the weights,
+and a pattern replaced by the hook is multiplied with V again, so patching a pattern changes the
+output.
 """
 
 from __future__ import annotations
@@ -209,6 +212,8 @@ class MultiHeadAttention(nn.Module):
             )
         self.rotary = rotary
         self.alibi = ALiBi(num_heads) if alibi else None
+        self.hook_q_pre_rope = HookPoint()  # (B, H, T, d_k), RoPE models only
+        self.hook_k_pre_rope = HookPoint()  # (B, H_kv, T, d_k), RoPE models only
         self.hook_q = HookPoint()  # (B, H, T, d_k)
         self.hook_k = HookPoint()  # (B, H_kv, T, d_k)
         self.hook_v = HookPoint()  # (B, H_kv, T, d_k)
@@ -266,11 +271,13 @@ class MultiHeadAttention(nn.Module):
         past = 0 if kv_cache is None else kv_cache.seq_len
         if (self.rotary is not None or self.alibi is not None) and position_ids is None:
             position_ids = torch.arange(past, past + query.shape[1], device=query.device)
+        live = hooks_live()  # one check per call; hook points are skipped while nothing listens
         if self.rotary is not None:
             if not self_attention:
                 raise ValueError("rotary embedding is defined for self-attention (key=None) only")
+            if live:
+                q, k = self.hook_q_pre_rope(q), self.hook_k_pre_rope(k)
             q, k = self.rotary.rotate_pair(q, k, position_ids)
-        live = hooks_live()  # one check per call; hook points are skipped while nothing listens
         if live:
             q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
         if kv_cache is not None:

@@ -9,6 +9,12 @@ Math:
 - SwiGLU (Shazeer 2020, "GLU Variants Improve Transformer", eq. 6; used by LLaMA and pi_0):
       FFN(x) = W_2 (SiLU(W_g x) * (W_1 x)),  no biases;  parameters: 3 d d_ff.
   To match a GELU MLP's parameter count use d_ff = 2/3 of the GELU width.
+
+Hook points (``nn/hooks.py``; TransformerLens's MLP names and meanings): ``hook_pre`` (B, T, d_ff)
+the pre-activation (W_1 x + b_1; for gated MLPs the gate W_g x), ``hook_pre_linear`` (gated
+MLPs only) the linear branch W_1 x, ``hook_post`` (B, T, d_ff) the neuron activations that W_2
+reads. They run only while something listens (``hooks_live``), with the same operations, so a
+cached run gives the same numbers as a plain one.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from transformer_math.nn.hooks import HookPoint, hooks_live
 from transformer_math.registry import Registry
 
 FEEDFORWARDS: Registry[type[nn.Module]] = Registry("feedforward")
@@ -34,8 +41,13 @@ class GeluMLP(nn.Module):
         _check_dims(dim, hidden_dim)
         self.fc_in = nn.Linear(dim, hidden_dim, bias=bias)
         self.fc_out = nn.Linear(hidden_dim, dim, bias=bias)
+        self.hook_pre = HookPoint()  # (B, T, d_ff)
+        self.hook_post = HookPoint()  # (B, T, d_ff)
 
     def forward(self, x: Tensor) -> Tensor:
+        if hooks_live():
+            pre = self.hook_pre(self.fc_in(x))
+            return self.fc_out(self.hook_post(F.gelu(pre, approximate=self.approximate)))
         return self.fc_out(F.gelu(self.fc_in(x), approximate=self.approximate))
 
 
@@ -56,17 +68,30 @@ class SwiGLU(nn.Module):
         self.gate = nn.Linear(dim, hidden_dim, bias=bias)
         self.up = nn.Linear(dim, hidden_dim, bias=bias)
         self.down = nn.Linear(hidden_dim, dim, bias=bias)
+        self.hook_pre = HookPoint()  # (B, T, d_ff) the gate W_g x
+        self.hook_pre_linear = HookPoint()  # (B, T, d_ff) the linear branch W_1 x
+        self.hook_post = HookPoint()  # (B, T, d_ff) act(W_g x) * W_1 x
+
+    @staticmethod
+    def activation(gate: Tensor) -> Tensor:
+        """The gate's nonlinearity: SiLU."""
+        return F.silu(gate)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.down(F.silu(self.gate(x)) * self.up(x))
+        if hooks_live():
+            pre, linear = self.hook_pre(self.gate(x)), self.hook_pre_linear(self.up(x))
+            return self.down(self.hook_post(self.activation(pre) * linear))
+        return self.down(self.activation(self.gate(x)) * self.up(x))
 
 
 @FEEDFORWARDS.register("geglu_tanh", matrices=3, gated=True)
 class TanhGeGLU(SwiGLU):
     """W_2 (gelu_tanh(W_g x) * W_1 x) (Shazeer 2020's GEGLU with the tanh GELU; Gemma's MLP)."""
 
-    def forward(self, x: Tensor) -> Tensor:
-        return self.down(F.gelu(self.gate(x), approximate="tanh") * self.up(x))
+    @staticmethod
+    def activation(gate: Tensor) -> Tensor:
+        """The gate's nonlinearity: the tanh GELU."""
+        return F.gelu(gate, approximate="tanh")
 
 
 def _check_dims(dim: int, hidden_dim: int) -> None:

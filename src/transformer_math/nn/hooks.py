@@ -15,6 +15,11 @@ hook point while no callback is registered anywhere (on a hook point, or torch's
 hooks); a hook point called anyway returns its input at once. So a model full of hook points
 runs as fast as one without them (``tmath bench -k hooks`` measures the ratio).
 
+TransformerLens's names (``blocks.0.attn.hook_pattern``, ``blocks.1.mlp.hook_post``) are accepted
+wherever a name is, and ``run_with_cache(..., layout="transformer_lens")`` returns the cache under
+its names in its layouts (``nn/tl_names.py`` holds the table); the project's names and layouts
+stay the default. ``nn/weight_processing.py`` gives TransformerLens's processed weights.
+
 Some hook points are computed only on demand: the attention logits and pattern exist only when
 something listens (``MultiHeadAttention`` then asks its backend for the weights); see
 :meth:`HookPoint.active`.
@@ -31,6 +36,13 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 from torch.nn.modules import module as _torch_module
+
+from transformer_math.nn.tl_names import (
+    is_transformer_lens_name,
+    to_project_names,
+    to_transformer_lens,
+    to_transformer_lens_name,
+)
 
 HookFn = Callable[[Tensor, "HookPoint"], Tensor | None]
 
@@ -97,22 +109,50 @@ def name_hook_points(model: nn.Module) -> dict[str, HookPoint]:
     return points
 
 
-def _select(points: Mapping[str, HookPoint], names: Iterable[str] | str | Callable[[str], bool]
-            | None) -> dict[str, HookPoint]:
-    """Hook points matching ``names``: None = all; a callable filter; names or glob patterns."""
+Names = Iterable[str] | str | Callable[[str], bool] | None
+LAYOUTS = ("project", "transformer_lens")
+
+
+def uses_rotary(model: nn.Module) -> bool:
+    """True when some module of ``model`` rotates q/k (RoPE): TransformerLens's ``hook_q``/
+    ``hook_k`` are then the project's ``hook_q_pre_rope``/``hook_k_pre_rope``."""
+    return any(getattr(m, "rotary", None) is not None for m in model.modules())
+
+
+def _select(points: Mapping[str, HookPoint], names: Names, *, rotary: bool | None = None,
+            all_transformer_lens: bool = False) -> dict[str, HookPoint]:
+    """Hook points matching ``names``: None = all; a callable filter; names or glob patterns.
+
+    TransformerLens names (``blocks.*``, ``ln_final.*``; every name when
+    ``all_transformer_lens``) are translated first (``nn/tl_names.py``; ``rotary`` says whether
+    the model uses RoPE). With ``all_transformer_lens`` a callable filters TransformerLens names
+    and None means every point TransformerLens has a name for.
+    """
+    tl = bool(rotary)
     if names is None:
+        if all_transformer_lens:
+            return {n: p for n, p in points.items()
+                    if to_transformer_lens_name(n, rotary=tl) is not None}
         return dict(points)
     if callable(names):
+        if all_transformer_lens:
+            keep = names
+            return {n: p for n, p in points.items()
+                    if (t := to_transformer_lens_name(n, rotary=tl)) is not None and keep(t)}
         return {n: p for n, p in points.items() if names(n)}
     patterns = [names] if isinstance(names, str) else list(names)
     chosen: dict[str, HookPoint] = {}
     for pattern in patterns:
-        if pattern in points:  # an exact name: no pattern matching needed
+        if pattern in points and not all_transformer_lens:  # an exact name: no matching needed
             chosen[pattern] = points[pattern]
             continue
-        hits = [n for n in points if fnmatch.fnmatchcase(n, pattern)]
+        translated = (to_project_names(pattern, rotary=tl)
+                      if all_transformer_lens or is_transformer_lens_name(pattern) else [pattern])
+        hits = [n for n in points if any(n == t or fnmatch.fnmatchcase(n, t)
+                                         for t in translated)]
         if not hits:
-            raise ValueError(f"names: no hook point matches {pattern!r}; the model has "
+            shown = repr(pattern) + ("" if translated == [pattern] else f" (= {translated})")
+            raise ValueError(f"names: no hook point matches {shown}; the model has "
                              f"{len(points)} hook points, e.g. {list(points)[:6]}")
         chosen.update({n: points[n] for n in hits})
     return chosen
@@ -126,8 +166,9 @@ def hooks(model: nn.Module, callbacks: Mapping[str, HookFn]) -> Iterator[None]:
     intervention) or None to leave it. Every handle is removed on exit, also after an error.
     """
     points = name_hook_points(model)
+    rotary = uses_rotary(model)
     with _installed([(p, fn) for pattern, fn in callbacks.items()
-                     for p in _select(points, pattern).values()]):
+                     for p in _select(points, pattern, rotary=rotary).values()]):
         yield
 
 
@@ -154,17 +195,28 @@ def _installed(pairs: list[tuple[HookPoint, HookFn]]) -> Iterator[None]:
 def run_with_cache(
     model: nn.Module,
     *args: Any,
-    names: Iterable[str] | str | Callable[[str], bool] | None = None,
+    names: Names = None,
     detach: bool = True,
+    layout: str = "project",
     **kwargs: Any,
 ) -> tuple[Any, dict[str, Tensor]]:
     """Run ``model(*args, **kwargs)`` once; return (output, {hook name: tensor}).
 
     ``names`` picks hook points: None = every one, a list of names or glob patterns
-    (``"layers.*.attn.hook_pattern"``), or a predicate on the name. A hook point that fires twice
-    in one call (a module reused in a loop) raises: a cache entry must mean one tensor.
+    (``"layers.*.attn.hook_pattern"``; TransformerLens names such as
+    ``"blocks.*.attn.hook_pattern"`` too), or a predicate on the name. A hook point that fires
+    twice in one call (a module reused in a loop) raises: a cache entry must mean one tensor.
+
+    ``layout="transformer_lens"``: every name is read as TransformerLens's (``hook_embed`` is
+    then the token embedding) and the cache is keyed by TransformerLens names with its layouts
+    (q/k/v/z (B, T, H, d_head)); None selects every point TransformerLens has a name for. The
+    default ``"project"`` keeps the project's names and layouts, whatever names were asked for.
     """
-    points = _select(name_hook_points(model), names)
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    tl = layout == "transformer_lens"
+    rotary = uses_rotary(model)
+    points = _select(name_hook_points(model), names, rotary=rotary, all_transformer_lens=tl)
     cache: dict[str, Tensor] = {}
 
     def store(t: Tensor, hook: HookPoint) -> None:
@@ -175,7 +227,7 @@ def run_with_cache(
 
     with _installed([(point, store) for point in points.values()]):
         output = model(*args, **kwargs)
-    return output, cache
+    return output, (to_transformer_lens(cache, rotary=rotary) if tl else cache)
 
 
 @contextmanager

@@ -3,6 +3,13 @@
 Math: see ``functional.norms`` (000 §8.3.7 "理论 B"; Ba et al. 2016; Zhang & Sennrich 2019).
 LayerNorm has d scale (gamma) and d shift (beta) parameters; RMSNorm only d scales.
 ``none`` is the identity (an ablation arm without normalisation).
+
+Hook points (``nn/hooks.py``; TransformerLens's ``LayerNorm``/``RMSNorm`` names and meanings):
+``hook_scale`` (B, T, 1) the divisor sqrt(var + eps) (LayerNorm, of the centred x) or
+sqrt(mean(x^2) + eps) (RMSNorm); ``hook_normalized`` (B, T, d) the LayerNorm output gamma x_hat
++ beta, or for RMSNorm x / scale before the gain. They run only while something listens, and the
+output is then computed by the same operations as without hooks (the scale is formed beside it),
+unless a hook replaced the scale: then x (centred for LayerNorm) is divided by the new one.
 ``rmsnorm_hf`` is RMSNorm as Hugging Face's Llama evaluates it: x / sqrt(mean(x^2) + eps) in
 float32, cast back to the input dtype BEFORE the weight multiply (``LlamaRMSNorm``), which is
 what makes bf16/fp16 logits match theirs bit for bit in the order of operations.
@@ -17,6 +24,7 @@ import torch
 from torch import Tensor, nn
 
 from transformer_math.functional.norms import layer_norm, rms_norm
+from transformer_math.nn.hooks import HookPoint, hooks_live
 from transformer_math.registry import Registry
 
 NORMS: Registry[type[nn.Module]] = Registry("norm")
@@ -35,6 +43,8 @@ class LayerNorm(nn.Module):
         self.dim, self.eps = dim, eps
         self.weight = nn.Parameter(torch.ones(dim)) if affine else None
         self.bias = nn.Parameter(torch.zeros(dim)) if affine else None
+        self.hook_scale = HookPoint()  # (B, T, 1)
+        self.hook_normalized = HookPoint()  # (B, T, d), after gamma and beta
 
     @torch.no_grad()
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
@@ -44,7 +54,21 @@ class LayerNorm(nn.Module):
             self.bias.zero_()
 
     def forward(self, x: Tensor) -> Tensor:
+        if hooks_live():
+            return self._hooked(x)
         return layer_norm(x, self.weight, self.bias, self.eps)
+
+    def _hooked(self, x: Tensor) -> Tensor:
+        centred = x - x.mean(dim=-1, keepdim=True)
+        scale = (centred.pow(2).mean(dim=-1, keepdim=True) + self.eps).sqrt()
+        seen = self.hook_scale(scale)
+        if seen is scale:
+            out = layer_norm(x, self.weight, self.bias, self.eps)
+        else:  # the scale was patched: divide by the new one
+            out = centred / seen
+            out = out if self.weight is None else out * self.weight
+            out = out if self.bias is None else out + self.bias
+        return self.hook_normalized(out)
 
 
 @NORMS.register("rmsnorm", params_per_dim=1, default_eps=1e-6)
@@ -57,6 +81,8 @@ class RMSNorm(nn.Module):
             raise ValueError(f"dim must be positive, got {dim}")
         self.dim, self.eps = dim, eps
         self.weight = nn.Parameter(torch.ones(dim)) if affine else None
+        self.hook_scale = HookPoint()  # (B, T, 1)
+        self.hook_normalized = HookPoint()  # (B, T, d), before the gain
 
     @torch.no_grad()
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
@@ -65,7 +91,22 @@ class RMSNorm(nn.Module):
             self.weight.fill_(1.0)
 
     def forward(self, x: Tensor) -> Tensor:
+        if hooks_live():
+            return self._hooked(x)
         return rms_norm(x, self.weight, self.eps)
+
+    def _normalized(self, x: Tensor) -> Tensor:
+        """x / sqrt(mean(x^2) + eps) as the forward computes it, through ``hook_scale`` and
+        ``hook_normalized`` (in the precision the class normalises in)."""
+        mean_square = x.pow(2).mean(dim=-1, keepdim=True) + self.eps
+        scale = mean_square.sqrt()
+        seen = self.hook_scale(scale)
+        normed = x * torch.rsqrt(mean_square) if seen is scale else x / seen
+        return self.hook_normalized(normed)
+
+    def _hooked(self, x: Tensor) -> Tensor:
+        normed = self._normalized(x)
+        return normed if self.weight is None else normed * self.weight
 
 
 @NORMS.register("rmsnorm_hf", params_per_dim=1, default_eps=1e-6)
@@ -73,9 +114,15 @@ class HFRMSNorm(RMSNorm):
     """RMSNorm evaluated in float32 and cast back before the weight (HF Llama's order)."""
 
     def forward(self, x: Tensor) -> Tensor:
+        if hooks_live():
+            return self._hooked(x)
         x32 = x.to(torch.float32)
         normed = x32 * torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + self.eps)
         out = normed.to(x.dtype)
+        return out if self.weight is None else self.weight * out
+
+    def _hooked(self, x: Tensor) -> Tensor:
+        out = self._normalized(x.to(torch.float32)).to(x.dtype)
         return out if self.weight is None else self.weight * out
 
 
@@ -102,8 +149,16 @@ class GemmaRMSNorm(RMSNorm):
             self.weight.zero_()
 
     def forward(self, x: Tensor) -> Tensor:
+        if hooks_live():
+            return self._hooked(x)
         x32 = x.to(torch.float32)
         normed = x32 * torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + self.eps)
+        if self.weight is not None:
+            normed = normed * (1.0 + self.weight.to(torch.float32))
+        return normed.to(x.dtype)
+
+    def _hooked(self, x: Tensor) -> Tensor:
+        normed = self._normalized(x.to(torch.float32))
         if self.weight is not None:
             normed = normed * (1.0 + self.weight.to(torch.float32))
         return normed.to(x.dtype)

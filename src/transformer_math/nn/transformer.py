@@ -20,8 +20,12 @@ Hook points (``nn/hooks.py``), per block ``layers.{i}``: ``hook_resid_pre`` (B, 
 ``hook_attn_out`` (B, T, d) the attention branch f(h) before dropout, ``hook_resid_mid`` after
 the attention sublayer, ``hook_cross_out``/``hook_resid_cross`` for cross-attention,
 ``hook_ffn_out`` the FFN branch, ``hook_resid_post`` the block output; inside ``attn``: q, k, v,
-scores, pattern, z (``nn/attention.py``). Model level: ``hook_embed`` (B, T, d) after the input
-embedding and position code, ``hook_final`` (B, T, d) after the final norm.
+scores, pattern, z (``nn/attention.py``), in ``ffn`` the neurons (``nn/feedforward.py``), in
+every norm its scale and output (``nn/norms.py``). Model level: ``hook_tok_embed`` (B, T, d) the
+token embedding (Gemma's scale included), ``hook_pos_embed`` (B, T, d) the additive position code
+(learned, sinusoidal; absent for RoPE/ALiBi), ``hook_embed`` (B, T, d) their sum h_0,
+``hook_final`` (B, T, d) after the final norm. TransformerLens's names for these:
+``nn/tl_names.py``.
 """
 
 from __future__ import annotations
@@ -272,7 +276,9 @@ class Transformer(nn.Module):
         if c.tie_embeddings:
             assert self.lm_head is not None and self.embed_tokens is not None
             self.lm_head.weight = self.embed_tokens.weight
-        self.hook_embed = HookPoint()  # (B, T, d)
+        self.hook_tok_embed = HookPoint()  # (B, T, d) the token (or input) embedding alone
+        self.hook_pos_embed = HookPoint()  # (B, T, d) the additive position code alone
+        self.hook_embed = HookPoint()  # (B, T, d) their sum h_0
         self.hook_final = HookPoint()  # (B, T, d)
         self.register_load_state_dict_post_hook(_retie_embeddings)
 
@@ -343,9 +349,12 @@ class Transformer(nn.Module):
                 raise ValueError(f"inputs_embeds must have shape (batch, seq, {width}), got "
                                  f"{tuple(getattr(inputs_embeds, 'shape', ()))}")
             h = inputs_embeds if self.embed_inputs is None else self.embed_inputs(inputs_embeds)
-        if self.embed_positions is not None:
-            h = self.embed_positions(h, position_ids)
-        return self.hook_embed(h) if hooks_live() else h
+        if not hooks_live():
+            return h if self.embed_positions is None else self.embed_positions(h, position_ids)
+        h = self.hook_tok_embed(h)
+        if self.embed_positions is not None:  # every additive code is P(0 + ...): x + P exactly
+            h = h + self.hook_pos_embed(self.embed_positions(torch.zeros_like(h), position_ids))
+        return self.hook_embed(h)
 
     def forward(
         self,
