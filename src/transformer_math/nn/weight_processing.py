@@ -22,7 +22,8 @@ sublayer and a following linear map y = W (gamma * x_hat + beta) + c (W: (out, d
    their query heads, ``repeat_interleave`` as TransformerLens).
 
 Tied embeddings are untied first (the unembedding changes, the token table must not). A bias
-that the fold makes non-zero is added where the layer had none (``config`` updated to say so).
+that the fold makes non-zero is added where the layer had none, as zeros on the layers of the
+same kind (``config`` has one flag per kind and is updated to say so).
 Post-norm blocks, cross-attention and adaLN conditioning are refused: the folds need a norm
 directly before each sublayer's input projections.
 """
@@ -205,9 +206,16 @@ def _update_config(model: Transformer) -> None:
     c = model.config
     attn = [b.attn for b in model.layers if b.attn is not None]
     ffn = [b.ffn for b in model.layers if b.ffn is not None]
-    qkv_bias = any(a.q_proj.bias is not None for a in attn)
-    out_bias = any(a.out_proj.bias is not None for a in attn)
-    mlp_bias = any(all(lin.bias is not None for lin in (*_readers(f), _writer(f))) for f in ffn)
+    groups = {"qkv": [lin for a in attn for lin in (a.q_proj, a.k_proj, a.v_proj)],
+              "out": [a.out_proj for a in attn],
+              "mlp": [lin for f in ffn for lin in (*_readers(f), _writer(f))]}
+    has = {}
+    for group, linears in groups.items():  # one config flag per group: zeros where missing
+        has[group] = any(lin.bias is not None for lin in linears)
+        if has[group]:
+            for lin in linears:
+                _add_bias(lin)
+    qkv_bias, out_bias, mlp_bias = has["qkv"], has["out"], has["mlp"]
     head_bias = model.lm_head is not None and model.lm_head.bias is not None
     new = dataclasses.replace(
         c, tie_embeddings=False, head_bias=head_bias or c.head_bias,
