@@ -36,6 +36,10 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from transformer_math.diagnostics.head_detector import (
+    transformer_lens_induction_score,
+    transformer_lens_previous_token_score,
+)
 from transformer_math.diagnostics.icl_scores import induction_score, previous_token_score
 from transformer_math.doctor.checks import NotApplicable, Subject, register_check
 from transformer_math.doctor.engines import Engine, ProjectEngine
@@ -61,7 +65,9 @@ NORM_TOLERANCE_LOW = 5e-2
 PLACEMENT_TOLERANCE = 1e-4
 """Relative error of the configured placement's update (sweep: :func:`placement_probe`)."""
 INDUCTION_MIN = 0.3
-"""A head with induction score >= 0.3 is an induction head (sweep: :func:`icl_induction`)."""
+"""A head with induction score >= 0.3 is an induction head (sweep: :func:`icl_induction`), on
+the project's scale (``diagnostics.icl_scores``: the mean over the second copy only; a perfect
+head scores 1 there and 0.5 on TransformerLens's head-detector scale, so this is 0.15 there)."""
 LOSS_DROP_MIN = 0.5
 """nats / token: the second copy predicted this much better than the first."""
 
@@ -615,12 +621,16 @@ def induction_measurements(engine: Engine, ids: Tensor, half: int) -> dict[str, 
     records = engine.attention(ids)
     prev = [previous_token_score(r.weights).tolist() for r in records]
     ind = [induction_score(r.weights, half).tolist() for r in records]
+    cpu_ids = ids.cpu()  # the same scores on TransformerLens's head-detector scale (every row)
+    prev_tl = [transformer_lens_previous_token_score(r.weights).tolist() for r in records]
+    ind_tl = [transformer_lens_induction_score(r.weights, cpu_ids).tolist() for r in records]
     logits = engine.logits(ids).float()
     logp = torch.log_softmax(logits[:, :-1], dim=-1)
     nll = -logp.gather(-1, ids[:, 1:, None].to(logp.device))[..., 0]  # (B, 2 half - 1)
     first = float(nll[:, :half - 1].mean())
     second = float(nll[:, half:].mean())
-    return {"previous_token": prev, "induction": ind, "loss_first": first,
+    return {"previous_token": prev, "induction": ind, "previous_token_transformer_lens": prev_tl,
+            "induction_transformer_lens": ind_tl, "loss_first": first,
             "loss_second": second, "loss_drop": first - second}
 
 
@@ -640,16 +650,18 @@ def icl_induction(subject: Subject) -> list[Finding]:
 
     Probe: x uniform random tokens of length n = min(probe_len, trained length) // 2 (batch
     ``options.batch``), the sequence [x, x]. Per head: previous-token score mean_t A[t, t-1] and
-    induction score mean_{t in [n, 2n)} A[t, t-n+1] (Olsson et al. 2022; TransformerLens
-    convention); the in-context loss drop = mean next-token loss on the first copy minus on the
-    second (nats / token). An induction circuit is present when the best head's induction score
-    is >= 0.3 AND the loss drop >= 0.5 nats: OK. Otherwise INFO, never a warning: the absence of
-    an induction head is a fact about what the model has learned (a random-init model has none),
-    not a bug, and the doctor has no option that states a few-shot use. A one-layer model cannot
-    form one (induction needs a previous-token head composed with a later head: two layers):
-    INFO for the same reason (a capacity fact the user should know before expecting few-shot
-    copying). With ``--context`` beyond the trained length, an INFO says the probe and any
-    circuit were measured inside the trained length only (manual row 4, step 3).
+    induction score mean_{t in [n, 2n)} A[t, t-n+1] (Olsson et al. 2022), both also on
+    TransformerLens's head-detector scale (``diagnostics.head_detector``: every row counts, so a
+    perfect induction head scores 0.5 and a perfect previous-token head (2n - 1) / 2n there; the
+    threshold below is on the project's scale); the in-context loss drop = mean next-token loss on
+    the first copy minus on the second (nats / token). An induction circuit is present when the best
+    head's induction score is >= 0.3 AND the loss drop >= 0.5 nats: OK. Otherwise INFO, never a
+    warning: the absence of an induction head is a fact about what the model has learned (a
+    random-init model has none), not a bug, and the doctor has no option that states a few-shot use.
+    A one-layer model cannot form one (induction needs a previous-token head composed with a later
+    head: two layers): INFO for the same reason (a capacity fact the user should know before
+    expecting few-shot copying). With ``--context`` beyond the trained length, an INFO says the
+    probe and any circuit were measured inside the trained length only (manual row 4, step 3).
 
     Sweep (docs/doctor_sweeps.md (H5), probe_len 32): random init project models (36) best
     induction score max 0.049 (uniform attention gives ~1/t), loss drop in [-0.04, 0.01];
@@ -676,8 +688,13 @@ def icl_induction(subject: Subject) -> list[Finding]:
     pl, ph, prev = _argmax2(m["previous_token"])
     drop = m["loss_drop"]
     present = ind >= INDUCTION_MIN and drop >= LOSS_DROP_MIN
-    numbers = (f"best induction score {ind:.3f} (layer {il} head {ih}), best previous-token "
-               f"score {prev:.3f} (layer {pl} head {ph}), in-context loss drop {drop:.3f} "
+    ind_tl = m["induction_transformer_lens"][il][ih]
+    prev_tl = m["previous_token_transformer_lens"][pl][ph]
+    numbers = (f"best induction score {ind:.3f} (layer {il} head {ih}; threshold "
+               f"{INDUCTION_MIN} on this scale, the mean over the second copy; TransformerLens "
+               f"head-detector scale {ind_tl:.3f}), best previous-token score {prev:.3f} (layer "
+               f"{pl} head {ph}; TransformerLens scale {prev_tl:.3f}), in-context loss drop "
+               f"{drop:.3f} "
                f"nats/token (first copy {m['loss_first']:.3f}, second {m['loss_second']:.3f}; "
                f"n = {half})")
     details = {**m, "half": half, "layers": engine.num_layers}
