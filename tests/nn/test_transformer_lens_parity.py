@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -250,3 +251,13 @@ def test_config_after_processing_rebuilds_the_same_modules() -> None:
     process_weights(model)
     rebuilt = build_transformer(dataclasses.replace(model.config), 0)
     assert set(rebuilt.state_dict()) >= set(model.state_dict())
+
+
+def test_the_documented_example_runs(monkeypatch: pytest.MonkeyPatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    """docs/transformer_lens.md's python block, run from the repository root."""
+    root = FIXTURE.parents[2]
+    text = (root / "docs" / "transformer_lens.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"```python\n(.*?)```", text, re.S)
+    monkeypatch.chdir(root)
+    exec(compile(block, "docs/transformer_lens.md", "exec"), {})
+    assert "ProcessedWeights" in capsys.readouterr().out
