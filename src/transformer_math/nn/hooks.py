@@ -146,10 +146,13 @@ def _select(points: Mapping[str, HookPoint], names: Names, *, rotary: bool | Non
         if pattern in points and not all_transformer_lens:  # an exact name: no matching needed
             chosen[pattern] = points[pattern]
             continue
-        translated = (to_project_names(pattern, rotary=tl)
-                      if all_transformer_lens or is_transformer_lens_name(pattern) else [pattern])
-        hits = [n for n in points if any(n == t or fnmatch.fnmatchcase(n, t)
-                                         for t in translated)]
+        translated = [pattern]
+        hits = [] if all_transformer_lens else [n for n in points
+                                                if fnmatch.fnmatchcase(n, pattern)]
+        if not hits and (all_transformer_lens or is_transformer_lens_name(pattern)):
+            translated = to_project_names(pattern, rotary=tl)  # a module of the model's own
+            hits = [n for n in points  # named blocks.* keeps its name (matched first)
+                    if any(n == t or fnmatch.fnmatchcase(n, t) for t in translated)]
         if not hits:
             shown = repr(pattern) + ("" if translated == [pattern] else f" (= {translated})")
             raise ValueError(f"names: no hook point matches {shown}; the model has "
