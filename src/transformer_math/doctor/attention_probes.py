@@ -905,6 +905,7 @@ def _overflow_probe(subject: Subject, engine: ProjectEngine, t: int
                     ) -> dict[str, Any]:
     """Scale q so that the largest pre-softmax logit is LARGE_LOGIT (finite), listening to the
     weights (the path of output_attentions) and to the output; both must stay finite."""
+    from transformer_math.checkpoints.pretrained import logits_of
     from transformer_math.nn.hooks import hooks, run_with_cache
 
     model = engine.model
@@ -928,8 +929,9 @@ def _overflow_probe(subject: Subject, engine: ProjectEngine, t: int
     callbacks = {name: scaled(name) for name in factors}
     pattern_names = [f"layers.{i}.attn.hook_pattern" for i in layers]
     with torch.no_grad(), hooks(model, callbacks):
-        out_plain = model(ids)
+        out_plain = logits_of(model(ids))  # a loaded checkpoint returns a CausalLMOutput
         out_weights, cache = run_with_cache(model, ids, names=pattern_names)
+        out_weights = logits_of(out_weights)
     bad_out = not bool(torch.isfinite(out_plain).all())
     bad_weights = not (bool(torch.isfinite(out_weights).all())
                        and all(bool(torch.isfinite(cache[n]).all()) for n in pattern_names))
