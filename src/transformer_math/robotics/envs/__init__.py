@@ -5,6 +5,9 @@
 - ``TransformerMath/BimodalObstacle-v0``: pass an obstacle on the left or on the right.
 - ``TransformerMath/StitchGrid-v0``: gridworld whose datasets hold only A->B and B->C halves.
 - ``TransformerMath/Runner1D-v0``: 1-D runner whose return is the distance run (DT conditioning).
+- ``TransformerMath/VLAPush-v0``: rendered tabletop, an instruction names which object goes where
+  (dict observations ``pixels`` + ``agent_pos``, the instruction in ``info["task"]``); in
+  :data:`VISION_ENV_IDS`, not :data:`ENV_IDS` (the four state-vector environments).
 
 Every environment validates its actions and the order of reset/step
 (:mod:`transformer_math.robotics.envs.validation`).
@@ -27,11 +30,17 @@ ENV_IDS = {
     "runner": "TransformerMath/Runner1D-v0",
 }
 
+VISION_ENV_IDS = {
+    "vla-push": "TransformerMath/VLAPush-v0",
+}
+"""Environments with image observations (dict spaces), registered with the others."""
+
 ENV_SPECS: dict[str, tuple[str, int]] = {
     ENV_IDS["point-mass"]: ("transformer_math.robotics.envs.point_mass:PointMassTrackingEnv", 400),
     ENV_IDS["bimodal"]: ("transformer_math.robotics.envs.bimodal:BimodalObstacleEnv", 40),
     ENV_IDS["grid"]: ("transformer_math.robotics.envs.gridworld:StitchGridEnv", 14),
     ENV_IDS["runner"]: ("transformer_math.robotics.envs.runner:Runner1DEnv", 40),
+    VISION_ENV_IDS["vla-push"]: ("transformer_math.robotics.envs.vla_push:VLAPushEnv", 32),
 }
 """id -> (entry point, max_episode_steps = the default horizon; a test checks it against each
 env's config), static so that registering imports no environment module."""

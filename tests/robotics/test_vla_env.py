@@ -1,0 +1,70 @@
+"""VLAPush (issue 32 item 4): gymnasium contract, determinism, expert success, held-out split."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from transformer_math.robotics.envs import ENV_SPECS, VISION_ENV_IDS
+from transformer_math.robotics.envs.vla_push import (
+    HELD_OUT,
+    VLAPushConfig,
+    generate_vla_push_dataset,
+    name_of,
+)
+
+ENV_ID = VISION_ENV_IDS["vla-push"]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_env_checker_render_and_registration():
+    env = gym.make(ENV_ID, render_mode="rgb_array")
+    assert env.spec.max_episode_steps == ENV_SPECS[ENV_ID][1] == VLAPushConfig().horizon
+    check_env(env.unwrapped, skip_render_check=False)
+    obs, info = env.reset(seed=1)
+    assert obs["pixels"].shape == (32, 32, 3) and obs["pixels"].dtype == np.uint8
+    assert env.observation_space.contains(obs) and isinstance(info["task"], str)
+    assert np.array_equal(env.render(), obs["pixels"])
+
+
+def test_same_seed_same_episode_and_expert_succeeds():
+    def episode(seed):
+        env = gym.make(ENV_ID).unwrapped
+        obs, info = env.reset(seed=seed)
+        frames, done = [obs["pixels"]], False
+        for _ in range(env.cfg.horizon):
+            obs, _reward, done, truncated, info = env.step(env.expert_action())
+            frames.append(obs["pixels"])
+            if done or truncated:
+                break
+        return info["task"], frames, done
+
+    (t1, f1, d1), (t2, f2, _d2) = episode(5), episode(5)
+    assert t1 == t2 and all(np.array_equal(a, b) for a, b in zip(f1, f2, strict=True))
+    assert d1 and all(episode(s)[2] for s in range(10))
+
+
+def test_refused_actions_and_order():
+    env = gym.make(ENV_ID).unwrapped
+    with pytest.raises(RuntimeError, match=r"reset\(\)"):
+        env.step(np.zeros(3, np.float32))
+    env.reset(seed=0)
+    for bad in (np.zeros(2), np.array([2.0, 0, 0]), np.array([np.nan, 0, 0])):
+        with pytest.raises(ValueError, match="action"):
+            env.step(bad)
+    with pytest.raises(ValueError, match="split"):
+        VLAPushConfig(split="test")
+
+
+def test_held_out_pairs_are_never_named_in_training_and_are_the_held_out_sources():
+    cfg = VLAPushConfig()
+    train = generate_vla_push_dataset(cfg, 60, seed=0, split="train")
+    held = generate_vla_push_dataset(cfg, 20, seed=0, split="held_out")
+    names = [name_of(p) for p in HELD_OUT]
+    assert not any(n in task for task in train.tasks for n in names)
+    assert all(any(task.split(" to the ")[0].endswith(n) or f"the {n} " in task for n in names)
+               for task in held.tasks)
+    assert (train.lengths < cfg.horizon).all() and (held.lengths < cfg.horizon).all()
+    assert train.images.shape == (60, cfg.horizon, 32, 32, 3)
