@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import typer
@@ -149,8 +150,8 @@ def test_toy_sweep_writes_rows_table_summary_and_figure(toy: str, tmp_path: Path
     assert res.exit_code == 0, res.output
     rows = _rows(tmp_path)
     assert [(r["point"], r["a"], r["widths"], r["seed"]) for r in rows] == [
-        (0, 1, "4;8", 3), (0, 1, "4;8", 4), (1, 1, "16", 3), (1, 1, "16", 4),
-        (2, 2, "4;8", 3), (2, 2, "4;8", 4), (3, 2, "16", 3), (3, 2, "16", 4)]
+        (0, 1, [4, 8], 3), (0, 1, [4, 8], 4), (1, 1, [16], 3), (1, 1, [16], 4),
+        (2, 2, [4, 8], 3), (2, 2, [4, 8], 4), (3, 2, [16], 3), (3, 2, [16], 4)]
     assert rows[0]["value"] == 1 * 0.5 + 3 + 12 and math.isnan(rows[0]["nan"])
     lines = [json.loads(x) for x in (tmp_path / "rows.jsonl").read_text().splitlines()]
     assert lines[0]["nan"] is None and len(lines) == 8
@@ -163,6 +164,51 @@ def test_toy_sweep_writes_rows_table_summary_and_figure(toy: str, tmp_path: Path
     assert stats["nan"] == {"mean": None, "std": None, "min": None, "max": None, "n": 0}
     assert (tmp_path / "sweep.png").read_bytes()[:8] == PNG_MAGIC
     assert "a=2, widths=16" in res.stdout and "± 0.71" in res.stdout
+
+
+def test_the_table_carries_its_meaning_as_parquet_metadata(toy: str, tmp_path: Path) -> None:
+    res = _invoke([toy, "--grid", "a=1,2", "--grid", "widths=4;8,16", "--seeds", "2",
+                   "--size", "tiny", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    schema = pq.read_schema(tmp_path / "results.parquet")
+    assert pa.types.is_list(schema.field("widths").type)
+    assert schema.field("widths").type.value_type == pa.int64()
+    raw = {k.decode(): json.loads(v) for k, v in schema.metadata.items()
+           if k.startswith(b"transformer_math.")}
+    assert set(raw) == {f"transformer_math.{k}" for k in sweep_module.META_KEYS}
+    assert raw["transformer_math.schema"] == "transformer-math/sweep/2"
+    assert raw["transformer_math.experiment"]["name"] == toy
+    assert raw["transformer_math.size"] == "tiny" and raw["transformer_math.seeds"] == [0, 1]
+    assert raw["transformer_math.grid"] == {"a": [1, 2], "widths": [[4, 8], [16]]}
+    assert raw["transformer_math.grid_types"]["widths"] == "tuple[int, ...]"
+    fixed = raw["transformer_math.fixed_settings"]  # every field not swept, not the seed
+    assert fixed == {"b": 0.5, "flag": False, "name": "x", "fail_at": -1}
+    assert raw["transformer_math.metrics"]["names"] == ["value", "flag", "nan"]
+    assert raw["transformer_math.project_version"]
+    assert b"grid field widths" in schema.field("widths").metadata[b"description"]
+    table = sweep_module.read_results(tmp_path)
+    assert table.metadata["experiment"]["name"] == toy
+    assert [r["widths"] for r in table.rows] == [[4, 8], [4, 8], [16], [16]] * 2
+
+
+def test_a_schema_1_store_still_reads(toy: str, tmp_path: Path) -> None:
+    pq.write_table(pa.table({"point": [0, 1], "widths": ["4;8", "16"], "seed": [0, 0],
+                             "value": [1.0, 2.0], "seconds": [0.1, 0.1]}),
+                   tmp_path / "results.parquet")
+    bare = sweep_module.read_results(tmp_path / "results.parquet")
+    assert bare.metadata == {"schema": "transformer-math/sweep/1"}
+    assert [r["widths"] for r in bare.rows] == ["4;8", "16"]  # no sweep.json: text kept
+    (tmp_path / "sweep.json").write_text(json.dumps({
+        "schema": "transformer-math/sweep/1", "experiment": toy, "size": "tiny",
+        "grid": {"widths": [[4, 8], [16]]}, "grid_types": {"widths": "tuple[int, ...]"}}))
+    table = sweep_module.read_results(tmp_path)
+    assert [r["widths"] for r in table.rows] == [[4, 8], [16]]
+    assert table.metadata["experiment"] == toy
+    with pytest.raises(SweepError, match="no sweep table"):
+        sweep_module.read_results(tmp_path / "missing")
+    (tmp_path / "bad.parquet").write_text("not parquet")
+    with pytest.raises(SweepError, match="not a Parquet file"):
+        sweep_module.read_results(tmp_path / "bad.parquet")
 
 
 def test_a_failed_task_keeps_the_finished_rows(toy: str, tmp_path: Path) -> None:
@@ -205,7 +251,7 @@ def test_task_diversity_one_m_per_task(tmp_path: Path) -> None:
                    "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     rows = _rows(tmp_path)
-    assert [r["num_tasks"] for r in rows] == ["1", "4"]
+    assert [r["num_tasks"] for r in rows] == [[1], [4]]
     from transformer_math.experiments import task_diversity as td
 
     both = td.run(dataclasses.replace(td.TaskDiversityConfig.tiny(0), num_tasks=(1, 4),

@@ -23,7 +23,15 @@ Output in the sweep's folder:
 * ``results.parquet``: the rows sorted by (point, seed). Columns: ``point`` (the grid point's
   index), the grid fields, ``seed``, every metric (float64; null where a row lacks it, NaN
   where the run produced one) and ``seconds`` (the task's wall time). A tuple-valued field is
-  written as text in the ``--grid`` syntax: ``"8"`` for ``(8,)``, ``"8;16"`` for ``(8, 16)``.
+  a Parquet list column (``[8, 16]`` for ``(8, 16)``; in ``rows.jsonl`` a JSON list). The
+  file carries its meaning as Parquet key-value metadata (the keys of :data:`META_KEYS`,
+  every value a JSON text): the store's schema, the experiment (name, summary, source), the
+  size, the seeds, the grid and its field types, the fixed settings (every other field of the
+  size preset's config for the first seed), the metrics with their description (the
+  experiment's metrics docstring) and the project version; every column has a
+  ``description`` in its field metadata. :func:`read_results` reads such a file and also a
+  store of schema 1 (no metadata, tuples as ``"8;16"`` text, their types from the
+  ``sweep.json`` beside it).
 * ``sweep.json``: the sweep (experiment, size, seeds, grid, tasks, executor, wall seconds) and,
   per point, every metric's mean, std (n - 1 in the denominator; 0 for one seed), min and max
   over the seeds (non-finite values left out; a non-finite number is written as null).
@@ -50,7 +58,14 @@ MAX_TASKS = 100_000
 """Most tasks (grid points x seeds) one sweep runs."""
 MAX_RETRIES = 3
 """A Ray task whose worker process died is run again up to this many times."""
-SCHEMA = "transformer-math/sweep/1"
+SCHEMA = "transformer-math/sweep/2"
+"""Schema 2 (issue 35): tuples as lists and Parquet key-value metadata; 1: tuples as text."""
+OLD_SCHEMA = "transformer-math/sweep/1"
+META_PREFIX = "transformer_math."
+META_KEYS = ("schema", "experiment", "size", "seeds", "grid", "grid_types", "fixed_settings",
+             "metrics", "columns", "project_version")
+"""The Parquet key-value metadata of ``results.parquet``, each under ``transformer_math.<key>``
+and holding a JSON text."""
 ROWS_FILE, PARQUET_FILE, SUMMARY_FILE, FIGURE_FILE = (
     "rows.jsonl", "results.parquet", "sweep.json", "sweep.png")
 
@@ -243,10 +258,10 @@ class SweepRun:
 
 def make_row(plan: SweepPlan, point: int, seed: int, payload: Mapping[str, Any]
              ) -> dict[str, Any]:
-    """One table row: ``point``, the grid fields (tuples as text), ``seed``, the metrics,
+    """One table row: ``point``, the grid fields (tuples as lists), ``seed``, the metrics,
     ``seconds``."""
     row: dict[str, Any] = {"point": point}
-    row.update({k: format_value(v) for k, v in plan.points[point].items()})
+    row.update({k: json_value(v) for k, v in plan.points[point].items()})
     row["seed"] = seed
     row.update(payload["metrics"])
     row["seconds"] = payload["seconds"]
@@ -341,33 +356,153 @@ def write_outputs(run: SweepRun, out: Path) -> None:
 
 
 def write_parquet(run: SweepRun, path: Path) -> None:
-    """The rows as a Parquet table (one row per (point, seed); see the module docstring)."""
+    """The rows as a Parquet table (one row per (point, seed)) with the key-value metadata of
+    :func:`store_metadata` (see the module docstring)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     plan = run.plan
-    columns: dict[str, pa.Array] = {
+    meta = store_metadata(run)
+    described = meta["columns"]
+    arrays: dict[str, pa.Array] = {
         "point": pa.array([r["point"] for r in run.rows], type=pa.int64())}
     for name, values in plan.grid.items():
-        columns[name] = pa.array([r[name] for r in run.rows], type=_arrow_type(values))
-    columns["seed"] = pa.array([r["seed"] for r in run.rows], type=pa.int64())
+        arrays[name] = pa.array([r[name] for r in run.rows], type=_arrow_type(values))
+    arrays["seed"] = pa.array([r["seed"] for r in run.rows], type=pa.int64())
     for name in run.metrics:
-        columns[name] = pa.array([r.get(name) for r in run.rows], type=pa.float64())
-    columns["seconds"] = pa.array([r["seconds"] for r in run.rows], type=pa.float64())
+        arrays[name] = pa.array([r.get(name) for r in run.rows], type=pa.float64())
+    arrays["seconds"] = pa.array([r["seconds"] for r in run.rows], type=pa.float64())
+    fields = [pa.field(name, array.type, metadata={"description": described[name]})
+              for name, array in arrays.items()]
+    schema = pa.schema(fields, metadata={
+        META_PREFIX + key: json.dumps(meta[key], allow_nan=False) for key in META_KEYS})
+    table = pa.Table.from_arrays(list(arrays.values()), schema=schema)
     sink = pa.BufferOutputStream()
-    pq.write_table(pa.table(columns), sink)
+    pq.write_table(table, sink)
     safe_write.write_bytes(path, sink.getvalue().to_pybytes())
+
+
+def store_metadata(run: SweepRun) -> dict[str, Any]:
+    """What ``results.parquet`` means, key by key (:data:`META_KEYS`): plain JSON values."""
+    from transformer_math import __version__
+    from transformer_math.experiments.sweeps import SWEEPS, sweepable_fields
+
+    plan = run.plan
+    entry = SWEEPS.get(plan.experiment)
+    kinds = sweepable_fields(entry)
+    config = entry.preset(plan.size, plan.seeds[0])
+    skip = {*plan.grid, entry.seed_field}
+    fixed = {f.name: _json_safe(_plain(getattr(config, f.name)))
+             for f in dataclasses.fields(config) if f.name not in skip}
+    doc = " ".join((entry.metrics.__doc__ or "").split())
+    columns = {"point": "index of the grid point (sweep.json's by_point)"}
+    columns |= {k: f"grid field {k} ({_type_name(kinds[k])})" for k in plan.grid}
+    columns["seed"] = f"the run's seed (the config's {entry.seed_field})"
+    columns |= {m: f"metric {m} (float64; null: the row lacks it; NaN: the run gave NaN)"
+                for m in run.metrics}
+    columns["seconds"] = "the task's wall time in seconds"
+    return {
+        "schema": SCHEMA,
+        "experiment": {"name": plan.experiment, "summary": entry.summary,
+                       "source": entry.source, "config": type(config).__qualname__},
+        "size": plan.size, "seeds": list(plan.seeds),
+        "grid": {k: [json_value(v) for v in vs] for k, vs in plan.grid.items()},
+        "grid_types": {k: _type_name(kinds[k]) for k in plan.grid},
+        "fixed_settings": fixed,
+        "metrics": {"names": list(run.metrics), "description": doc},
+        "columns": columns,
+        "project_version": __version__,
+    }
+
+
+def _plain(value: Any) -> Any:
+    """A config value as plain JSON data: dataclasses as dicts, tuples as lists, other objects
+    (enums, paths) as their text."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
 
 
 def _arrow_type(values: Sequence[Any]) -> Any:
     import pyarrow as pa
 
     first = values[0]
-    if isinstance(first, tuple | str):
+    if isinstance(first, tuple):
+        return pa.list_(_scalar_arrow_type(first[0]))
+    return _scalar_arrow_type(first)
+
+
+def _scalar_arrow_type(value: Any) -> Any:
+    import pyarrow as pa
+
+    if isinstance(value, str):
         return pa.string()
-    if isinstance(first, bool):
+    if isinstance(value, bool):
         return pa.bool_()
-    return pa.int64() if isinstance(first, int) else pa.float64()
+    return pa.int64() if isinstance(value, int) else pa.float64()
+
+
+@dataclass(frozen=True)
+class SweepTable:
+    """A stored sweep read back: its rows (tuple fields as lists) and its metadata (the keys of
+    :data:`META_KEYS` for schema 2; ``{"schema": OLD_SCHEMA, ...}`` with what ``sweep.json``
+    gives for schema 1)."""
+
+    rows: list[dict[str, Any]]
+    metadata: dict[str, Any]
+
+
+def read_results(path: Path) -> SweepTable:
+    """Read ``results.parquet`` (``path``: the file or its sweep folder) of either schema.
+
+    Schema 2 carries its metadata; for schema 1 (no metadata) the grid types come from the
+    ``sweep.json`` beside it when there is one, and a tuple field's ``"8;16"`` text is parsed
+    back into ``[8, 16]`` (without ``sweep.json`` the text is left as it is). ``SweepError``
+    names the file when it is missing or not a sweep table."""
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    if path.is_dir():
+        path = path / PARQUET_FILE
+    if not path.is_file():
+        raise SweepError(f"no sweep table at {path}")
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # pyarrow raises several types for a file that is not Parquet
+        raise SweepError(f"{path} is not a Parquet file: {exc}") from None
+    raw = table.schema.metadata or {}
+    meta = {k.decode()[len(META_PREFIX):]: json.loads(v) for k, v in raw.items()
+            if k.decode().startswith(META_PREFIX)}
+    rows = table.to_pylist()
+    if "schema" in meta:
+        if meta["schema"] != SCHEMA:
+            raise SweepError(f"{path}: unknown sweep schema {meta['schema']!r} "
+                             f"(this version reads {SCHEMA} and {OLD_SCHEMA})")
+        return SweepTable(rows, meta)
+    if not {"point", "seed", "seconds"} <= set(table.column_names):
+        raise SweepError(f"{path} is not a sweep table (no point/seed/seconds columns)")
+    meta = {"schema": OLD_SCHEMA}
+    summary_path = path.parent / SUMMARY_FILE
+    if summary_path.is_file():
+        doc = json.loads(summary_path.read_text())
+        meta |= {k: doc[k] for k in ("experiment", "size", "seed_values", "grid",
+                                     "grid_types", "metrics") if k in doc}
+        for name, type_text in doc.get("grid_types", {}).items():
+            if type_text.startswith("tuple["):
+                element = _ELEMENT_TYPES[type_text[len("tuple["):].split(",")[0]]
+                for row in rows:
+                    if isinstance(row.get(name), str):
+                        row[name] = list(parse_value(row[name], (tuple, element)))
+    return SweepTable(rows, meta)
+
+
+_ELEMENT_TYPES: dict[str, type] = {"int": int, "float": float, "bool": bool, "str": str}
 
 
 def point_stats(values: Sequence[Any]) -> dict[str, Any]:
