@@ -95,3 +95,20 @@ def test_deep_nesting_is_refused_not_a_recursion_error():
         deep = [deep]
     with pytest.raises(codec.CodecError, match="deeper"):
         codec.encode(deep)
+
+
+def test_a_log_written_before_a_field_was_added_decodes_with_its_default():
+    """Issue 38.3 added fields to Margin: a ``--resume`` log written before reads back, the new
+    fields at their defaults; an unknown field is still refused."""
+    old = codec.encode(Margin("m", 1.0, 0.5))
+    for new_field in ("predicted", "measured", "tested", "bound"):
+        del old["fields"][new_field]
+    back = codec.decode(json.loads(json.dumps(old)))
+    assert back == Margin("m", 1.0, 0.5) and back.predicted is None and back.tested == ""
+    old_run = codec.encode(SeedRun(seed=1, values={}))
+    del old_run["fields"]["reached"]
+    assert codec.decode(old_run).reached == []  # a default_factory gives a fresh value
+    stranger = codec.encode(Margin("m", 1.0, 0.5))
+    stranger["fields"]["colour"] = "teal"
+    with pytest.raises(codec.CodecError, match="fields"):
+        codec.decode(stranger)

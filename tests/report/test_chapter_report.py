@@ -129,7 +129,8 @@ def test_quantities_refutations_and_corrections(chapter_document: dict[str, Any]
     page = _render(chapter_document, tmp_path)
     art = _article(page, "position.earlier")
     margins = re.search(r'<table class="grid wide margins">.*?</table>', art, flags=re.S).group(0)
-    assert "<th>quantity</th><th>predicted / threshold</th><th>measured</th>" in margins
+    assert ("<th>quantity</th><th>predicted</th><th>measured</th><th>condition tested</th>"
+            in margins)
     assert "shift map error" in margins and "≤ 1e-05" in margins
     assert '<td class="yes">yes</td>' in margins
     seed = re.search(r'<table class="grid wide seed-margins">.*?</table>', art,

@@ -167,10 +167,26 @@ class Margin:
     #: > 0: the value is the worst case over this many seeds' values (``PerSeed.at_least`` /
     #: ``at_most``), so the condition failing on some of the seeds fails on all of them
     worst_of_seeds: int = 0
+    #: The quantity itself when ``value`` is derived from it (issue 38.3): :func:`close_to`
+    #: tests the deviation ``|measured - predicted|``, :func:`exceeds` ``log10 measured``. Both
+    #: None when ``value`` is the measured quantity (:func:`at_least`, :func:`at_most`).
+    predicted: float | None = None
+    measured: float | None = None
+    #: the left-hand side of the inequality in words (``"|measured - predicted|"``); empty:
+    #: the value itself
+    tested: str = ""
+    #: the right-hand side in words (``"0.05 |predicted|"``); empty: the threshold itself
+    bound: str = ""
 
     def __post_init__(self) -> None:
         if self.sense not in SENSES:
             raise ValueError(f"margin sense must be one of {SENSES}, got {self.sense!r}")
+
+    @property
+    def test(self) -> str:
+        """The inequality tested, e.g. ``"|measured - predicted| <= 0.05 |predicted|"``."""
+        bound = self.bound or format(self.threshold, "g")
+        return f"{self.tested or 'measured'} {self.sense} {bound}"
 
     @property
     def slack(self) -> float:
@@ -185,7 +201,9 @@ class Margin:
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "value": self.value, "threshold": self.threshold,
-                "sense": self.sense, "slack": self.slack}
+                "sense": self.sense, "slack": self.slack, "predicted": self.predicted,
+                "measured": self.value if self.measured is None and not self.tested
+                else self.measured, "test": self.test}
 
 
 def at_least(name: str, value: float, threshold: float) -> Margin:
@@ -211,16 +229,23 @@ def exceeds(name: str, value: float, floor: float) -> Margin:
     v = float(value)
     logged = math.log10(v) if v > 0 and math.isfinite(v) else (math.inf if v == math.inf
                                                                  else -math.inf)
-    return Margin(f"log10 {name}", logged, math.log10(floor), ">=")
+    return Margin(f"log10 {name}", logged, math.log10(floor), ">=", measured=v,
+                  tested="log10 measured", bound=f"log10 {floor:g}")
 
 
 def close_to(name: str, measured: float, predicted: float, *, rel: float = 0.0,
              abs_: float = 0.0) -> Margin:
-    """:func:`within` as a margin: ``|measured - predicted| <= max(abs_, rel |predicted|)``."""
+    """:func:`within` as a margin: ``|measured - predicted| <= max(abs_, rel |predicted|)``.
+
+    The margin's ``value`` is the deviation; ``predicted`` and ``measured`` keep the quantity
+    itself, so that a table shows ``Var(q.k)`` as 15.98 against 16, not as its deviation."""
     err = abs(float(measured) - float(predicted))
     if not (math.isfinite(float(measured)) and math.isfinite(float(predicted))):
         err = math.inf
-    return Margin(name, err, max(abs_, rel * abs(float(predicted))), "<=")
+    by_rel = rel * abs(float(predicted))
+    bound = f"{rel:g} |predicted|" if by_rel >= abs_ and rel > 0 else f"{abs_:g}"
+    return Margin(name, err, max(abs_, by_rel), "<=", predicted=float(predicted),
+                  measured=float(measured), tested="|measured - predicted|", bound=bound)
 
 
 def all_hold(margins: Iterable[Margin]) -> bool:
@@ -735,6 +760,9 @@ class ClaimResult:
                 if self.falsifier_evidence
                 else None,
                 "measured": self.falsifier_evidence.measured if self.falsifier_evidence else None,
+                # the pass conditions that did not hold with the bug planted: why it was caught
+                "failed_conditions": [m.to_json() for m in self.falsifier_evidence.margins
+                                      if not m.holds] if self.falsifier_evidence else [],
             }
         return {
             **claim_json(c),

@@ -15,7 +15,9 @@ anything, and run anything when read; this codec carries only data and reads bac
   "fields": {...}}`` or ``{"$enum": "module:Name", "value": ...}``. Decoding imports only
   modules under ``transformer_math.`` and accepts only a dataclass (or enum) found there; a
   dataclass is rebuilt field by field without running its ``__init__`` (it was valid when it
-  was encoded);
+  was encoded); a field missing from the document takes its default when it has one (a field
+  added since the log was written, so that ``--resume`` still reads an older log), and an
+  unknown field or a missing one without a default is refused;
 - a ``torch.Tensor`` as ``{"$tensor": dtype, "shape": [...], "data": [...]}`` (CPU, detached;
   float16/bfloat16/float32 values are exact as doubles); a ``numpy`` array ``{"$ndarray": ...}``
   and a numpy scalar ``{"$npscalar": dtype, "value": v}``.
@@ -196,12 +198,15 @@ def _decode(d: Any, where: str, depth: int) -> Any:
         if not dataclasses.is_dataclass(cls) or not isinstance(fields, dict):
             raise CodecError(f"{where}: {d['$dataclass']!r} is not a dataclass with fields")
         names = {f.name for f in dataclasses.fields(cls)}
-        if set(fields) != names:
+        defaults = _defaults(cls)
+        if not set(fields) <= names or not names - set(fields) <= set(defaults):
             raise CodecError(f"{where}: fields {sorted(fields)} are not those of "
                              f"{d['$dataclass']} {sorted(names)}")
         obj = object.__new__(cls)
         for k, x in fields.items():
             object.__setattr__(obj, k, _decode(x, f"{where}.{k}", depth + 1))
+        for k in names - set(fields):  # a field added since the log was written
+            object.__setattr__(obj, k, defaults[k]())
         return obj
     if tag in ("$tensor", "$ndarray"):
         return _decode_array(d, tag, where)
@@ -212,6 +217,17 @@ def _decode(d: Any, where: str, depth: int) -> Any:
             raise CodecError(f"{where}: numpy has no bfloat16")
         return np.dtype(d["$npscalar"]).type(_decode(d.get("value"), where, depth + 1))
     raise CodecError(f"{where}: unknown codec tag {tag!r}")
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+    """Field name -> a function giving its default, for the fields of ``cls`` that have one."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = lambda value=f.default: value
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory
+    return out
 
 
 def _decode_array(d: dict[str, Any], tag: str, where: str) -> Any:

@@ -136,7 +136,6 @@ UI: dict[str, dict[str, str]] = {
         "en": "The seed's own version, computed on the same measurement",
         "zh": "原文自身的版本，在同一测量上计算"},
     "report.col.quantity": {"en": "quantity", "zh": "量"},
-    "report.col.threshold": {"en": "predicted / threshold", "zh": "预测 / 阈值"},
     "report.col.measured": {"en": "measured", "zh": "测得"},
     "report.col.slack": {"en": "slack", "zh": "余量"},
     "report.col.holds": {"en": "holds", "zh": "成立"},
@@ -146,6 +145,10 @@ UI: dict[str, dict[str, str]] = {
     "report.values": {"en": "Predicted and measured values", "zh": "预测值与测得值"},
     "report.col.predicted": {"en": "predicted", "zh": "预测"},
     "report.col.value": {"en": "value", "zh": "值"},
+    "report.col.condition": {"en": "condition tested", "zh": "所检验的条件"},
+    "report.falsifier.failed_conditions": {
+        "en": "The pass conditions that failed with the bug (why it was caught)",
+        "zh": "植入缺陷后不成立的通过条件（即捕获的原因）"},
     "report.per_seed": {"en": "Per seed", "zh": "各随机种子"},
     "report.col.seed": {"en": "seed {s}", "zh": "种子 {s}"},
     "report.col.mean": {"en": "mean", "zh": "均值"},

@@ -325,7 +325,7 @@ def _kind_html(kind: Any, page: _Page) -> str:
 
 
 def _margins_table(margins: Sequence[Any], page: _Page, *, seed: bool,
-                   decisive: bool = False) -> str:
+                   decisive: bool = False, heading: str = "") -> str:
     rows = []
     for m in margins:
         if not isinstance(m, Mapping):
@@ -342,19 +342,40 @@ def _margins_table(margins: Sequence[Any], page: _Page, *, seed: bool,
             cell = f'<td class="no">{_e(page.ui("report.holds.no"))}</td>'
         rows.append(
             f"<tr><td>{_e(page.text(m.get('name', DASH)))}</td>"
-            f'<td class="num">{_e(sense)} {_number(m.get("threshold"))}</td>'
-            f'<td class="num">{_number(m.get("value"))}</td>'
+            f'<td class="num">{_number(m.get("predicted"))}</td>'
+            f'<td class="num">{_number(_measured(m))}</td>'
+            f"<td>{_condition(m, sense)}</td>"
             f'<td class="num">{_number(m.get("slack"))}</td>{cell}</tr>')
     if not rows:
         return ""
-    heading = page.ui("report.seed_conditions" if seed else
-                      "report.decisive_conditions" if decisive else "report.conditions")
+    heading = heading or page.ui("report.seed_conditions" if seed else
+                                 "report.decisive_conditions" if decisive else
+                                 "report.conditions")
     head = "".join(f"<th>{_e(page.ui(k))}</th>" for k in (
-        "report.col.quantity", "report.col.threshold", "report.col.measured",
-        "report.col.slack", "report.col.holds"))
+        "report.col.quantity", "report.col.predicted", "report.col.measured",
+        "report.col.condition", "report.col.slack", "report.col.holds"))
     cls = "seed-margins" if seed else "margins"
     return (f"<h4>{_e(heading)}</h4><table class=\"grid wide {cls}\"><thead><tr>{head}</tr>"
             f"</thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def _measured(margin: Mapping[str, Any]) -> Any:
+    """The measured quantity: ``measured`` (issue 38.3), else the value of an older document."""
+    return margin["measured"] if "test" in margin else margin.get("value")
+
+
+def _condition(margin: Mapping[str, Any], sense: str) -> str:
+    """The inequality tested, and the number it compares when that is not the measured quantity
+    (a deviation ``|measured - predicted|``, a logarithm)."""
+    test = margin.get("test")
+    bound = f"{_e(sense)} {_number(margin.get('threshold'))}"
+    if not isinstance(test, str) or not test:
+        return bound  # an older document: the threshold alone
+    shown = _e(test.replace("<=", "≤").replace(">=", "≥"))
+    value = margin.get("value")
+    if value is not None and value == margin.get("measured"):
+        return shown  # "measured >= 0.5": the measured column holds the number
+    return f'{shown}: <span class="num">{_number(value)} {bound}</span>'
 
 
 def _keyed_table(columns: Sequence[tuple[str, Any]], page: _Page, cls: str) -> str:
@@ -439,6 +460,10 @@ def _falsifier_html(claim: Mapping[str, Any], page: _Page) -> str:
     body = f'<div class="headline">{_e(headline)}</div>'
     if description:
         body += f"<div>{_e(page.text(description))}</div>"
+    failed = falsifier.get("failed_conditions")
+    if caught is True and isinstance(failed, Sequence) and failed:
+        body += _margins_table(failed, page, seed=False,
+                               heading=page.ui("report.falsifier.failed_conditions"))
     if falsifier.get("measured") is not None:
         body += _keyed_table([(page.ui("report.falsifier.correct_code"), claim.get("measured")),
                               (page.ui("report.falsifier.with_bug"), falsifier.get("measured"))],

@@ -137,8 +137,10 @@ def _timing(value: Any, path: str) -> None:
         _number(value, path)
 
 
+#: a pass condition; ``predicted``/``measured`` are the quantity itself and ``test`` the
+#: inequality in words (issue 38.3), absent from older documents
 _MARGIN = _object({"name": _str, "value": _real, "threshold": _real, "sense": _str,
-                   "slack": _real})
+                   "slack": _real, "predicted": _real, "measured": _real, "test": _str})
 _SERIES = _object({"label": _opt(_str), "x": _list_of(_scalar), "y": _list_of(_real),
                    "kind": _str, "style": _str})
 _FIGURE = _object({"title": _str, "xlabel": _str, "ylabel": _str, "logx": _bool, "logy": _bool,
@@ -151,7 +153,8 @@ _REFUTATION = _object({"seed": _str, "line": _int, "to_line": _int, "quote": _st
                        "reading": _str, "correct": _str, "also": _list_of(_list_of(_any))})
 _SEED_REF = _object({"seed": _str, "lines": _pair})
 _FALSIFIER = _object({"name": _str, "bug": _str, "description": _str, "caught": _opt(_bool),
-                      "verdict": _opt(_str), "error": _opt(_str)})
+                      "verdict": _opt(_str), "error": _opt(_str),
+                      "failed_conditions": _list_of(_MARGIN)})
 
 #: field -> check, for every claim entry's field a renderer reads with a type in mind
 CLAIM_FIELDS: dict[str, Check] = {
