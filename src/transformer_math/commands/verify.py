@@ -175,13 +175,22 @@ def verify(
                                       log=log, profile=profile) if claims else ([], None))
     except (ExecutorError, LogError) as exc:  # LogError: an append failed (a full disk)
         raise UsageError(str(exc)) from None
+    from transformer_math.report.left_out import left_out, left_out_text
+
+    skipped = left_out(all_claims(), claims, tier=tier, pattern=pattern)
     document = build_results(results, seed=seed, tier=tier, size=size, pattern=pattern,
-                             seeds=seeds, run=info.to_json() if info is not None else None)
+                             seeds=seeds, run=info.to_json() if info is not None else None,
+                             left_out=skipped)
 
     out = stderr() if to_stdout(json_file) else stdout()
     if results:
         out.print(results_table(document["claims"]))
     out.print(summary_text(document["summary"]))
+    if skipped["total"]:
+        from transformer_math import i18n
+
+        out.print(left_out_text(skipped, lambda key, **v: i18n.ui(key, "en", **v)),
+                  style="dim", markup=False)
     for note in (info.notes if info is not None else []):
         out.print(note, style="dim")
     for line in problem_lines(document["claims"]):

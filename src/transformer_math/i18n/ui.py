@@ -145,6 +145,14 @@ UI: dict[str, dict[str, str]] = {
     "report.values": {"en": "Predicted and measured values", "zh": "预测值与测得值"},
     "report.col.predicted": {"en": "predicted", "zh": "预测"},
     "report.col.value": {"en": "value", "zh": "值"},
+    "left_out.line": {"en": "This run left out {n} of the registered claims: {parts}.",
+                      "zh": "本次运行未包含 {n} 条已登记的论断：{parts}。"},
+    "left_out.training": {
+        "en": "{n} training claims of tier {tier} (tmath verify --tier {tier} runs them)",
+        "zh": "{n} 条需要训练的 {tier} 层级论断（用 tmath verify --tier {tier} 运行）"},
+    "left_out.tier": {"en": "{n} claims of tier {tier}", "zh": "{n} 条 {tier} 层级的论断"},
+    "left_out.pattern": {"en": "{n} claims not matching -k {pattern}",
+                         "zh": "{n} 条不匹配 -k {pattern} 的论断"},
     "report.col.condition": {"en": "condition tested", "zh": "所检验的条件"},
     "report.falsifier.failed_conditions": {
         "en": "The pass conditions that failed with the bug (why it was caught)",

@@ -12,6 +12,8 @@ The single source of truth for every view is the *results document*, the JSON wr
                                   "timestamp"}}
 
 - :mod:`~transformer_math.report.results` builds, writes and reads that document;
+- :mod:`~transformer_math.report.left_out` says which registered claims a run left out, and why
+  (the quick tier skips the training claims; ``-k`` what it does not match);
 - :mod:`~transformer_math.report.table` turns it into ``rich`` tables for the terminal;
 - :mod:`~transformer_math.report.figures` draws a claim's :class:`Figure` data with matplotlib;
 - :mod:`~transformer_math.report.html` writes the self-contained HTML report, in the chapter's

@@ -56,6 +56,7 @@ from transformer_math.report.figures import (
     figure_texts,
     missing_chars,
 )
+from transformer_math.report.left_out import left_out_text
 from transformer_math.report.results import (
     dumps,
     summary_from_claims,
@@ -833,6 +834,7 @@ def render_report(results_json: dict[str, Any], out_dir: Path, *, lang: str = "e
         notes.append(page.ui("report.statements_translated", n=n, total=len(claims)))
     if page.figures_english:
         notes.append(page.ui("report.figure_no_cjk"))
+    notes.append(left_out_text(summary.get("left_out"), page.ui))
     notes_html = "".join(f'<p class="note">{_e(n)}</p>' for n in notes if n)
     body = _sections_html(groups, page)
     html_lang = "zh-CN" if lang == "zh" else "en"

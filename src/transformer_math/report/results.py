@@ -72,11 +72,13 @@ def build_results(
     pattern: str | None = None,
     seeds: int | None = None,
     run: Mapping[str, Any] | None = None,
+    left_out: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The results document of one ``tmath verify`` run (see the package docstring).
 
     ``run`` is how it executed (``execution.executors.RunInfo``): the document then names its
     ``executor`` (``"inline"`` or ``"ray"``) at the top and holds ``run`` beside the summary.
+    ``left_out`` (:func:`report.left_out.left_out`) is kept as ``summary["left_out"]``.
     """
     from transformer_math.claims.registry import summarize
 
@@ -84,6 +86,8 @@ def build_results(
     summary: dict[str, Any] = dict(summarize(results))
     summary.update(seed=seed, tier=tier, size=size, pattern=pattern, seeds=seeds)
     summary.update(environment())
+    if left_out is not None:
+        summary["left_out"] = dict(left_out)
     document: dict[str, Any] = {"schema": SCHEMA}
     if run is not None:
         document["executor"] = run["executor"]
