@@ -28,8 +28,14 @@ Notation (FACTS.md, "RoPE and context extension"): ``d`` rotary dim, ``b`` base 
 - longrope: inv_freq_i = 1 / (ext_i b^(2i/d)) with ext = short_factor (seq_len <= L0) or
             long_factor (seq_len > L0); attention_factor sqrt(1 + ln s / ln L0) (s > 1).
 
-Frequencies are computed in float64 and returned as float64; modules cast them to float32
-before forming angles (see ``functional/rope.py``).
+Precision (issue 33 item 2): ``precision="float64"`` (the default; the plain ``Transformer``)
+computes the frequencies in float64 and returns float64 (modules cast them to float32 before
+forming angles, ``functional/rope.py``): the closest to the exact values. ``precision="library"``
+returns float32 frequencies computed as transformers 5.24 computes them, same order of
+operations (``functional/rope_library.py``): a loaded checkpoint uses it, since its weights were
+trained with those angles; every type ``in_transformers`` has such a formula (``ntk`` has none:
+its float64 values are cast to float32). Parameters are validated, and the attention factor
+computed (a float64 Python number in both libraries), the same way for both precisions.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ import torch
 from torch import Tensor
 
 from transformer_math.bugs import declare_bug, planted
+from transformer_math.functional import rope_library
 from transformer_math.registry import Registry
 
 # Planted bugs (issue 14; off unless a caller plants them, see transformer_math/bugs.py). Each
@@ -75,6 +82,12 @@ LLAMA3_BANDS_SWAPPED = declare_bug(
     "rope.llama3-bands-swapped",
     "llama3 scaling with its bands swapped: long wavelengths kept, short ones divided by s",
     module=__name__, seen_in="confusing low_freq_factor / high_freq_factor wavelength bounds")
+
+_PLANTED_HERE = (INV_FREQ_EXPONENT, YARN_FACTOR_DROPPED, YARN_FACTOR_SQUARED,
+                 DYNAMIC_FIXED_FACTOR, LONGROPE_OFF_BY_ONE, LLAMA3_BANDS_SWAPPED)
+
+PRECISIONS = ("float64", "library")
+"""``precision`` values of :func:`compute_rope_frequencies` (see the module docstring)."""
 
 RopeScalingFn = Callable[[int, float, Mapping[str, Any], "int | None"], tuple[Tensor, float]]
 
@@ -373,12 +386,18 @@ def compute_rope_frequencies(
     base: float = 10000.0,
     params: Mapping[str, Any] | None = None,
     seq_len: int | None = None,
+    *,
+    precision: str = "float64",
 ) -> tuple[Tensor, float]:
     """Look up ``rope_type`` in the registry and return ``(inv_freq, attention_factor)``.
 
     ``params`` holds that type's own parameters (e.g. ``{"factor": 4.0}`` for ``linear``);
     ``seq_len`` matters only for the length-dependent types (``dynamic``, ``longrope``).
+    ``precision``: ``"float64"`` (float64 frequencies) or ``"library"`` (float32, as
+    transformers computes them; see the module docstring).
     """
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     if not isinstance(rope_type, str) or rope_type not in ROPE_SCALING_FUNCTIONS:
         raise ValueError(f"rope_type must be one of {rope_types()}, got {rope_type!r}")
     if params is not None and not isinstance(params, Mapping):
@@ -393,7 +412,57 @@ def compute_rope_frequencies(
     except (OverflowError, ZeroDivisionError) as exc:  # e.g. a yarn beta of 5e-324
         raise ValueError(f"{rope_type}: parameters {params} give no finite frequencies "
                          f"({exc})") from None
-    return _check_finite(rope_type, params, inv_freq, attention_factor)
+    inv_freq, attention_factor = _check_finite(rope_type, params, inv_freq, attention_factor)
+    if precision == "float64" or inv_freq.device.type == "meta":
+        return inv_freq, attention_factor
+    library = _LIBRARY_FORMULAS.get(rope_type)
+    if library is None or any(planted(bug) for bug in _PLANTED_HERE):
+        # no transformers formula (ntk), or a planted bug of this module is on: it must act on
+        # both precisions, so the (buggy) float64 values are used
+        return inv_freq.to(torch.float32), attention_factor
+    return library(rotary_dim, float(base), params, seq_len), attention_factor
+
+
+# ------------------------------------------------------- transformers' float32 formulas (library)
+# The parameters were validated by the float64 function of the same type; values enter as the
+# config holds them (an int factor stays an int, as in transformers).
+
+
+def _library_default(d: int, base: float, p: Mapping[str, Any], n: int | None) -> Tensor:
+    return rope_library.library_default(d, base)
+
+
+def _library_linear(d: int, base: float, p: Mapping[str, Any], n: int | None) -> Tensor:
+    return rope_library.library_linear(d, base, p["factor"])
+
+
+def _library_dynamic(d: int, base: float, p: Mapping[str, Any], n: int | None) -> Tensor:
+    return rope_library.library_dynamic(d, base, p["factor"],
+                                        p["original_max_position_embeddings"], n)
+
+
+def _library_yarn(d: int, base: float, p: Mapping[str, Any], n: int | None) -> Tensor:
+    low, high = yarn_ramp_bounds(d, base, float(p["original_max_position_embeddings"]),
+                                 float(p.get("beta_fast", 32.0)), float(p.get("beta_slow", 1.0)),
+                                 p.get("truncate", True))
+    return rope_library.library_yarn(d, base, p["factor"], low, high)
+
+
+def _library_llama3(d: int, base: float, p: Mapping[str, Any], n: int | None) -> Tensor:
+    return rope_library.library_llama3(d, base, p["factor"], p["low_freq_factor"],
+                                       p["high_freq_factor"],
+                                       p["original_max_position_embeddings"])
+
+
+def _library_longrope(d: int, base: float, p: Mapping[str, Any], n: int | None) -> Tensor:
+    long = n is not None and n > p["original_max_position_embeddings"]
+    return rope_library.library_longrope(d, base, p["long_factor" if long else "short_factor"])
+
+
+_LIBRARY_FORMULAS: dict[str, Callable[[int, float, Mapping[str, Any], int | None], Tensor]] = {
+    "default": _library_default, "linear": _library_linear, "dynamic": _library_dynamic,
+    "yarn": _library_yarn, "llama3": _library_llama3, "longrope": _library_longrope,
+}
 
 
 INV_FREQ_RANGE = (1e-30, 1e30)

@@ -43,6 +43,7 @@ from transformer_math.functional.rope import (
 )
 from transformer_math.functional.rope_scaling import (
     LENGTH_DEPENDENT_TYPES,
+    PRECISIONS,
     compute_rope_frequencies,
 )
 from transformer_math.registry import Registry
@@ -204,6 +205,11 @@ class RotaryEmbedding(nn.Module):
         max_position_embeddings: initial size of the cos/sin cache, at most
             :data:`MAX_ROPE_POSITIONS` (the cache itself holds at most
             :data:`ROPE_CACHE_POSITIONS`; it grows on demand).
+        precision: how ``inv_freq`` is computed (``functional.rope_scaling.PRECISIONS``):
+            ``"float64"`` (default, closest to the exact frequencies) or ``"library"``
+            (float32 in transformers' order of operations: a loaded checkpoint's angles, bit
+            for bit; :meth:`set_precision` switches). Angles and cos/sin are formed the same
+            way in both: float32 ``position * inv_freq``, cos/sin times the attention factor.
 
     Positions must lie in [0, :data:`MAX_ROPE_POSITIONS`) (integer ids; float positions must be
     finite and below it); others raise ValueError naming ``position_ids``.
@@ -234,8 +240,11 @@ class RotaryEmbedding(nn.Module):
         scaling: Mapping[str, Any] | None = None,
         layout: str = "half",
         max_position_embeddings: int = 2048,
+        precision: str = "float64",
     ) -> None:
         super().__init__()
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
         if head_dim < 2:
             raise ValueError(f"head_dim must be >= 2, got {head_dim}")
         if rotary_dim is None:
@@ -255,10 +264,11 @@ class RotaryEmbedding(nn.Module):
         self.rope_type = str(scaling.pop("rope_type", "default"))
         self.scaling_params = scaling
         self.head_dim, self.rotary_dim, self.base, self.layout = head_dim, rotary_dim, base, layout
+        self.precision = precision
         self.initial_positions = min(max_position_embeddings, ROPE_CACHE_POSITIONS)
         self._custom_inv_freq: Tensor | None = None  # CPU copy of from_inv_freq's frequencies
         inv_freq, self.attention_factor = compute_rope_frequencies(
-            self.rope_type, rotary_dim, base, scaling, None
+            self.rope_type, rotary_dim, base, scaling, None, precision=precision
         )
         self.register_buffer("inv_freq", inv_freq.to(torch.float32), persistent=False)
         self.register_buffer("cos_cached", torch.empty(0, rotary_dim), persistent=False)
@@ -320,7 +330,8 @@ class RotaryEmbedding(nn.Module):
                 inv_freq = self._custom_inv_freq
             else:
                 inv_freq, _ = compute_rope_frequencies(
-                    self.rope_type, self.rotary_dim, self.base, self.scaling_params, None)
+                    self.rope_type, self.rotary_dim, self.base, self.scaling_params, None,
+                    precision=self.precision)
         self.inv_freq = inv_freq.to(device=device, dtype=torch.float32)
         self.cos_cached = torch.empty(0, self.rotary_dim, device=device)
         self.sin_cached = torch.empty(0, self.rotary_dim, device=device)
@@ -349,9 +360,26 @@ class RotaryEmbedding(nn.Module):
         if self.rope_type not in LENGTH_DEPENDENT_TYPES:
             return self.inv_freq, self.attention_factor
         inv, factor = compute_rope_frequencies(
-            self.rope_type, self.rotary_dim, self.base, self.scaling_params, seq_len
-        )
+            self.rope_type, self.rotary_dim, self.base, self.scaling_params, seq_len,
+            precision=self.precision)
         return inv.to(device=self.inv_freq.device, dtype=torch.float32), factor
+
+    def set_precision(self, precision: str) -> RotaryEmbedding:
+        """Compute ``inv_freq`` (and the cos/sin cache) in ``precision`` from now on:
+        ``"library"`` gives transformers' float32 frequencies bit for bit (what a checkpoint
+        was trained with), ``"float64"`` the float64 ones cast to float32. Returns self."""
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        if precision != self.precision:
+            self.precision = precision
+            if self.rope_type != "custom":  # from_inv_freq's frequencies are given, not computed
+                dtype = self.cos_cached.dtype
+                self.reset_buffers(self.inv_freq.device)
+                if dtype != torch.float32:  # keep a dtype cast the module already had
+                    self.inv_freq = self.inv_freq.to(dtype)
+                    self.cos_cached = self.cos_cached.to(dtype)
+                    self.sin_cached = self.sin_cached.to(dtype)
+        return self
 
     def _check_positions(self, position_ids: Tensor) -> None:
         """Eager only: every position in [0, MAX_ROPE_POSITIONS) (float: finite, < max)."""
@@ -428,7 +456,8 @@ class RotaryEmbedding(nn.Module):
 
     def extra_repr(self) -> str:
         return (f"head_dim={self.head_dim}, rotary_dim={self.rotary_dim}, base={self.base}, "
-                f"rope_type={self.rope_type!r}, layout={self.layout!r}")
+                f"rope_type={self.rope_type!r}, layout={self.layout!r}, "
+                f"precision={self.precision!r}")
 
 
 class RelativePositionBias(nn.Module):
