@@ -3,6 +3,9 @@ the doctor's report (``doctor/report.py``, layer 6), which may not import the re
 
 Pure data and one string function (no project imports): every layer may import it.
 
+Colours: ``--teal`` marks a ``refuted`` verdict, a finding about the seed text; it is kept apart
+from red (a failure of the project) and from purple, which readers took for one (issue 38.3).
+
 :func:`page_css` gives the common rules (colours, page width, type, cards, badges, field lists,
 figures, footer) with a font stack for the page's language; each page appends its own rules.
 Chinese pages put CJK fonts first so that Latin text keeps its system font only where the CJK
@@ -33,7 +36,7 @@ def page_css(*, lang: str = "en", max_width: str = "1100px") -> str:
     """The rules every page shares, for a page in ``lang`` at most ``max_width`` wide."""
     return f"""
 :root {{ --green:#1a7f37; --red:#cf222e; --magenta:#8250df; --blue:#0969da; --grey:#57606a;
-         --yellow:#9a6700; }}
+         --yellow:#9a6700; --teal:#0f7b76; }}
 * {{ box-sizing: border-box; }}
 body {{ font: 15px/1.55 {font_stack(lang)};
        margin: 0 auto; max-width: {max_width}; padding: 1.5rem; color: #1f2328; background: #fff; }}

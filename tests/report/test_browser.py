@@ -115,3 +115,20 @@ def test_filters_work_in_the_browser(chromium: str, tmp_path: Path,
     assert re.search(r'<section class="chapter" id="sec-8.3.1" hidden', dom)
     assert re.search(r'<li data-section="sec-8.3.1" hidden', dom)
     assert not re.search(r'<section class="chapter" id="sec-8.3.3" hidden', dom)
+
+
+def test_an_anchor_jump_is_not_hidden_by_the_sticky_bar(chromium: str, tmp_path: Path,
+                                                        chapter_document: dict[str, Any]
+                                                        ) -> None:
+    """Issue 38.3: after a jump to a section the heading sits below the sticky filter bar
+    (scroll-margin-top from the bar's height). Control: without the rule it is under the bar."""
+    index = render_report(chapter_document, tmp_path / "r", lang="en")
+    jump = browser.anchor_jump(index, "sec-8.3.1", width=900, height=420)
+    assert jump["found"] and jump["scroll_y"] > 0 and jump["bar_bottom"] > 0, jump
+    assert jump["target_top"] >= jump["bar_bottom"], jump
+    page = index.read_text(encoding="utf-8")
+    rule = "[id] { scroll-margin-top: calc(var(--bar, 0px) + .6rem); }"
+    assert rule in page
+    index.write_text(page.replace(rule, ""), encoding="utf-8")
+    hidden = browser.anchor_jump(index, "sec-8.3.1", width=900, height=420)
+    assert hidden["target_top"] < hidden["bar_bottom"], hidden

@@ -58,3 +58,19 @@ def test_an_older_document_without_the_new_fields_still_renders(tmp_path: Path) 
     page = _page(_doc(margins=[old]), tmp_path)
     row = re.search(r"<tr><td>\|variance - 1\|</td>(.*?)</tr>", page).group(1)
     assert re.findall(r"<td[^>]*>(.*?)</td>", row)[:3] == [DASH, "0.02", "≤ 0.1"]
+
+
+def test_refuted_is_teal_and_the_legend_explains_the_words(tmp_path: Path) -> None:
+    """A refuted verdict is a finding about the seed text: teal, not the purple readers took for
+    the project failing; the legend names every verdict, kind, the falsifier and both seeds."""
+    doc = {"schema": "transformer-math/results/1", "claims": copy.deepcopy(CHAPTER_CLAIMS),
+           "summary": {"seed": 0}}
+    for lang in ("en", "zh"):
+        page = _page(doc, tmp_path, lang)
+        assert ".refuted { background: var(--teal); }" in page and "--teal:#0f7b76" in page
+        assert "var(--magenta)" not in page  # nothing of the report is purple any more
+        legend = re.search(r'<dl class="legend">.*?</dl>', page, flags=re.S).group(0)
+        for verdict in ("verified", "refuted", "failed", "cited", "inconclusive"):
+            assert f'class="badge {verdict}"' in legend
+        assert legend.count('class="badge kindtag"') == 5
+    assert "random-number seed" in _page(doc, tmp_path, "en")

@@ -106,16 +106,20 @@ def _url(path: Path) -> str:
     return Path(path).resolve().as_uri()
 
 
-def dump_dom(html_path: Path, *, timeout: float = 60, budget_ms: int = 5000) -> str:
+def dump_dom(html_path: Path, *, timeout: float = 60, budget_ms: int = 5000,
+             window: tuple[int, int] | None = None, fragment: str = "") -> str:
     """The page's DOM serialised after its scripts ran (``chromium --dump-dom``).
 
     ``budget_ms`` is the browser's virtual time budget: timers and promises the page schedules
-    within it run before the DOM is written.
+    within it run before the DOM is written. ``window`` is the viewport (width, height) in CSS
+    pixels; ``fragment`` an anchor to open the page at (``#id`` without the ``#``).
     """
     path = Path(html_path)
     if not path.is_file():
         raise FileNotFoundError(f"no such page: {str(path)!r}")
-    done = _run([f"--virtual-time-budget={int(budget_ms)}", "--dump-dom", _url(path)],
+    size = [f"--window-size={int(window[0])},{int(window[1])}"] if window else []
+    url = _url(path) + (f"#{urllib.parse.quote(fragment)}" if fragment else "")
+    done = _run([*size, f"--virtual-time-budget={int(budget_ms)}", "--dump-dom", url],
                 timeout=timeout)
     out = done.stdout.decode("utf-8", errors="replace")
     if done.returncode != 0 or "<html" not in out.lower():
@@ -246,4 +250,44 @@ def missing_glyphs(html_path: Path, *, timeout: float = 90) -> dict[str, Any]:
     m = re.search(rf'<pre id="{_RESULT_ID}">([^<]*)</pre>', dom)
     if m is None:
         raise BrowserError(f"the glyph measurement of {str(path)!r} returned no result")
+    return json.loads(urllib.parse.unquote(html.unescape(m.group(1))))
+
+
+# After the load event (and the page's own scripts), where the anchor's target and the sticky
+# filter bar sit in the viewport, written URI-encoded into a <pre> like the glyph measurement.
+_ANCHOR_SCRIPT = r"""
+window.addEventListener("load", function () {
+  setTimeout(function () {
+    var id = decodeURIComponent(location.hash.slice(1));
+    var target = document.getElementById(id), bar = document.getElementById("filters");
+    var out = {scroll_y: window.scrollY, found: !!target,
+               target_top: target ? target.getBoundingClientRect().top : null,
+               bar_bottom: bar && !bar.hidden ? bar.getBoundingClientRect().bottom : 0};
+    var pre = document.createElement("pre");
+    pre.id = "%(rid)s";
+    pre.textContent = encodeURIComponent(JSON.stringify(out));
+    document.body.appendChild(pre);
+  }, 50);
+});
+"""
+
+
+def anchor_jump(html_path: Path, anchor: str, *, width: int = 1000, height: int = 500,
+                timeout: float = 60) -> dict[str, Any]:
+    """Open the page at ``#anchor`` in a ``width`` x ``height`` viewport and measure where the
+    target landed: ``{"scroll_y", "found", "target_top", "bar_bottom"}`` in CSS pixels
+    (``bar_bottom`` is the sticky filter bar's lower edge, 0 without one). The target is hidden
+    under the bar when ``target_top < bar_bottom``."""
+    path = Path(html_path).resolve()
+    if not path.is_file():
+        raise FileNotFoundError(f"no such page: {str(path)!r}")
+    page = _with_script(path.read_text(encoding="utf-8"), _ANCHOR_SCRIPT % {"rid": _RESULT_ID},
+                        path.parent.as_uri() + "/")
+    with tempfile.TemporaryDirectory(prefix="tmath-anchor-") as tmp:
+        probe = Path(tmp) / "probe.html"
+        probe.write_text(page, encoding="utf-8")
+        dom = dump_dom(probe, timeout=timeout, window=(width, height), fragment=anchor)
+    m = re.search(rf'<pre id="{_RESULT_ID}">([^<]*)</pre>', dom)
+    if m is None:
+        raise BrowserError(f"the anchor measurement of {str(path)!r} returned no result")
     return json.loads(urllib.parse.unquote(html.unescape(m.group(1))))

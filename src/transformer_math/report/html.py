@@ -69,11 +69,12 @@ _CSS = """
 h2 { font-size: 1.3rem; margin: 2rem 0 .4rem; padding-bottom: .2rem;
      border-bottom: 2px solid #d0d7de; }
 h3 { font-size: 1.05rem; margin: 0 0 .3rem; } h4 { font-size: .95rem; margin: .8rem 0 .3rem; }
-.verified { background: var(--green); } .refuted { background: var(--magenta); }
+.verified { background: var(--green); } .refuted { background: var(--teal); }
 .failed { background: var(--red); } .cited { background: var(--blue); }
 .inconclusive { background: #9a6700; } .kindtag { background: #6e7781; }
 .module { background: #6e7781; }
 [hidden] { display: none !important; }
+[id] { scroll-margin-top: calc(var(--bar, 0px) + .6rem); }
 input, select, button { font: inherit; }
 .intro { max-width: 60rem; }
 table.grid { border-collapse: collapse; margin: .4rem 0 .8rem; }
@@ -86,7 +87,7 @@ table.by-section { width: 100%; } table.by-section th.num { width: 8%; }
 table.grid tr.total td { font-weight: 700; }
 table.wide { width: 100%; }
 td.yes { color: var(--green); font-weight: 600; } td.no { color: var(--red); font-weight: 700; }
-td.seed-no { color: var(--magenta); font-weight: 700; }
+td.seed-no { color: var(--teal); font-weight: 700; }
 nav#toc ol { padding-left: 1.4rem; } nav#toc li { margin: .15rem 0; }
 nav#toc .counts { margin-left: .4rem; }
 nav#toc .counts .badge { font-size: .72rem; }
@@ -103,7 +104,7 @@ section.chapter > .count { color: var(--grey); margin: 0 0 .8rem; }
 article.claim { border: 1px solid #d0d7de; border-left: 6px solid var(--grey);
          border-radius: 6px; padding: .8rem 1rem; margin: 0 0 1.2rem; }
 article.claim.v-verified { border-left-color: var(--green); }
-article.claim.v-refuted { border-left-color: var(--magenta); }
+article.claim.v-refuted { border-left-color: var(--teal); }
 article.claim.v-failed { border-left-color: var(--red); }
 article.claim.v-cited { border-left-color: var(--blue); }
 article.claim.v-inconclusive { border-left-color: #9a6700; }
@@ -118,11 +119,11 @@ article.claim .statement { font-size: 1.02rem; margin: .3rem 0 .5rem; }
 .falsifier.caught .headline::before { content: "\\2713\\00a0"; color: var(--green); }
 .falsifier.missed .headline::before { content: "\\2717\\00a0"; }
 .refutation, .correction { border-radius: 6px; padding: .45rem .7rem; margin: .6rem 0; }
-.refutation { background: #fbefff; border: 1px solid #d8b9ff; }
+.refutation { background: #e6f6f5; border: 1px solid #8fd3cd; }
 .correction { background: #ddf4ff; border: 1px solid #80ccff; }
 .refutation .kind, .correction .kind { font-weight: 700; font-size: .85rem;
          text-transform: uppercase; letter-spacing: .03em; }
-.refutation .kind { color: var(--magenta); } .correction .kind { color: var(--blue); }
+.refutation .kind { color: var(--teal); } .correction .kind { color: var(--blue); }
 .says { font-style: italic; }
 a.top { display: inline-block; margin: .2rem 0 1rem; font-size: .9rem; }
 details { margin: .5rem 0; } summary { cursor: pointer; color: var(--grey); }
@@ -139,6 +140,18 @@ _SCRIPT = """
   var form = document.getElementById("filters");
   if (!form) return;
   form.hidden = false;
+  // An anchor jump stops below the sticky bar: every target's scroll-margin-top is the bar's
+  // height (CSS --bar), measured now and whenever the bar wraps differently.
+  function bar() {
+    document.documentElement.style.setProperty("--bar", form.offsetHeight + "px");
+  }
+  bar();
+  window.addEventListener("resize", bar);
+  window.addEventListener("load", function () {
+    var id = decodeURIComponent(location.hash.slice(1));
+    var target = id && document.getElementById(id);
+    if (target) target.scrollIntoView();  // the first jump ran before the bar was shown
+  });
   var claims = Array.prototype.slice.call(document.querySelectorAll("article.claim"));
   var texts = claims.map(function (c) { return c.textContent.toLowerCase(); });
   var shown = document.getElementById("filter-shown");
@@ -548,6 +561,7 @@ def _translate_figure(data: dict[str, Any], page: _Page) -> dict[str, Any]:
 
 
 def _claim_html(claim: Mapping[str, Any], page: _Page) -> str:
+    claim = i18n.revive(claim)  # notes and figure texts made as messages translate by catalog
     cid = str(claim.get("id"))
     verdict = claim.get("verdict")
     lang = page.lang

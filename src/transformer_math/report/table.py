@@ -23,7 +23,7 @@ ELLIPSIS = "…"
 
 VERDICT_STYLES: dict[str, str] = {
     "verified": "bold green",
-    "refuted": "bold magenta",
+    "refuted": "bold cyan",
     "failed": "bold red",
     "cited": "bold blue",
     "inconclusive": "bold yellow",
@@ -83,7 +83,7 @@ def _format(value: Any, *, max_items: int) -> str:
 
 
 def verdict_text(verdict: str | None) -> Text:
-    """The verdict word in its colour (green verified, magenta refuted, red failed, blue cited)."""
+    """The verdict word in its colour (green verified, cyan refuted, red failed, blue cited)."""
     word = verdict or DASH
     return Text(word, style=VERDICT_STYLES.get(word, "bold"))
 
