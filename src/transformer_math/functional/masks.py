@@ -173,3 +173,27 @@ def _bool_to_additive(allowed: Tensor, dtype: torch.dtype) -> Tensor:
     if planted(MASK_FINFO_MIN):  # planted bug: falsifier of attention.fully-masked-rows
         return zeros.masked_fill(~allowed, torch.finfo(dtype).min)
     return zeros.masked_fill(~allowed, float("-inf"))
+
+
+def prefix_lm_mask(prefix_len: int, suffix_blocks: tuple[int, ...] | list[int] = (), *,
+                   device: torch.device | None = None) -> Tensor:
+    """Boolean (T, T) prefix-LM mask with a blockwise-causal suffix, T = prefix_len + sum(blocks).
+
+    The VLA layout (pi0, Black et al. 2024 §3 "blockwise causal attention mask"; the prefix-LM of
+    Raffel et al. 2020 §3.2.1 for the first block): the positions are cut into consecutive blocks
+    ``[prefix_len, *suffix_blocks]``; query i of block a may attend to key j of block b iff
+    b <= a. So the prefix (images and instruction) attends bidirectionally within itself and
+    never to the suffix, each suffix block (e.g. the state token, then the noisy action chunk)
+    attends to the prefix, to the earlier suffix blocks and bidirectionally within itself.
+    Suffix blocks of size 1 make the suffix causal. ``mask[prefix_len:]`` is the mask of the
+    suffix queries against every key (the rows used with a cached prefix).
+    """
+    blocks = [prefix_len, *suffix_blocks]
+    if any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in blocks):
+        raise ValueError(f"prefix_len and suffix_blocks must be ints >= 0, got {prefix_len!r} "
+                         f"and {list(suffix_blocks)!r}")
+    if sum(blocks) == 0:
+        raise ValueError("prefix_len + sum(suffix_blocks) must be >= 1, got 0")
+    block_of = torch.repeat_interleave(torch.arange(len(blocks), device=device),
+                                       torch.tensor(blocks, device=device))
+    return block_of.unsqueeze(0) <= block_of.unsqueeze(1)

@@ -65,12 +65,14 @@ from transformer_math.robotics.policies.files import (
 
 POLICY_TYPES: Mapping[str, str] = MappingProxyType({
     "act": "transformer_math.robotics.policies.act:ACTPolicy",
+    "act_lerobot": "transformer_math.robotics.policies.act_lerobot:LeRobotACTPolicy",
     "ar_bins": "transformer_math.robotics.policies.ar_bins:ARBinsPolicy",
     "bc_mlp": "transformer_math.robotics.policies.bc:BCPolicy",
     "decision_transformer":
         "transformer_math.robotics.policies.decision_transformer:DecisionTransformer",
     "diffusion": "transformer_math.robotics.policies.diffusion:DiffusionPolicy",
     "flow_matching": "transformer_math.robotics.policies.flow_matching:FlowMatchingPolicy",
+    "vla": "transformer_math.robotics.policies.vla:VLAPolicy",
 })
 """Every policy type by the ``type`` / ``kind`` written in its checkpoint -> ``"module:Class"``.
 Static: a fresh process knows every policy without importing its module first."""

@@ -1,0 +1,144 @@
+"""The VLA policy (issue 32): prefix-LM mask, action expert, prefix cache, folder round trip,
+training and evaluation on VLAPush (tiny sizes)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from transformer_math.functional.masks import prefix_lm_mask
+from transformer_math.nn.hooks import run_with_cache
+from transformer_math.robotics.policies.base import load_policy
+from transformer_math.robotics.policies.vla import VLAConfig, VLAPolicy
+from transformer_math.robotics.policies.vla_tokenizer import decode_bytes, encode_bytes
+from transformer_math.robotics.training import build_seeded
+from transformer_math.robotics.vla_training import evaluate, train_vla, wilson_interval
+
+B = 3
+
+
+def _config(**kw) -> VLAConfig:
+    return VLAConfig(dim=32, num_heads=4, num_layers=2, chunk_size=4, max_text_len=24, **kw)
+
+
+def _policy(**kw) -> VLAPolicy:
+    return build_seeded(lambda: VLAPolicy(_config(**kw)), 0).eval()
+
+
+def _batch() -> dict:
+    g = torch.Generator().manual_seed(0)
+    return {"observation.state": torch.rand(B, 3, generator=g),
+            "observation.images.top": torch.rand(B, 3, 32, 32, generator=g),
+            "task": ["push the red square to the blue circle", "move the green circle to the "
+                     "red square", "put the blue triangle next to the yellow square"],
+            "action": torch.randn(B, 4, 3, generator=g)}
+
+
+def _tokens(policy: VLAPolicy) -> tuple[torch.Tensor, torch.Tensor]:
+    batch = _batch()
+    s = policy._state(batch)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(B, 4, 3, generator=g)
+    return policy.prefix_tokens(batch, B), policy.suffix_tokens(s, x, torch.rand(B, generator=g))
+
+
+def test_prefix_lm_mask_blocks():
+    m = prefix_lm_mask(3, [1, 2])
+    assert m[:3, :3].all() and not m[:3, 3:].any()  # prefix: bidirectional, never the suffix
+    assert m[3, :4].all() and not m[3, 4:].any()  # the state token: prefix and itself
+    assert m[4:].all()  # the action block: everything, bidirectionally within itself
+    assert torch.equal(prefix_lm_mask(0, [1, 1, 1]), torch.ones(3, 3).tril().bool())
+    with pytest.raises(ValueError, match="suffix_blocks"):
+        prefix_lm_mask(2, [-1])
+
+
+def test_byte_tokenizer_round_trip_and_cut():
+    ids = encode_bytes(["push the red square", "x" * 40], 24)
+    assert ids.shape == (2, 24) and decode_bytes(ids)[0] == "push the red square"
+    assert int(ids[1, -1]) == 2  # a cut text still ends with EOS
+
+
+@pytest.mark.parametrize("expert", [True, False])
+def test_no_information_flows_from_suffix_to_prefix(expert):
+    policy = _policy(action_expert=expert)
+    prefix, suffix = _tokens(policy)
+    suffix = suffix.detach().requires_grad_(True)
+    _, cache = run_with_cache(policy.trunk, prefix, suffix, detach=False,
+                              names=["hooks.*.hook_pattern", "hooks.*.hook_resid_prefix"])
+    p = policy.config.prefix_len
+    for i in range(2):
+        pattern = cache[f"hooks.{i}.hook_pattern"].detach()  # (B, H, T, T)
+        assert float(pattern[:, :, :p, p:].abs().max()) == 0.0
+        assert float(pattern[:, :, p:, :p].sum()) > 0.0  # the suffix reads the prefix
+    grad, = torch.autograd.grad(cache["hooks.1.hook_resid_prefix"].sum(), suffix)
+    assert float(grad.abs().max()) == 0.0
+    # the check can fail: with a full mask the prefix depends on the suffix
+    policy.trunk.mask.fill_(True)
+    _, leaky = run_with_cache(policy.trunk, prefix, suffix, detach=False,
+                              names=["hooks.1.hook_resid_prefix"])
+    grad, = torch.autograd.grad(leaky["hooks.1.hook_resid_prefix"].sum(), suffix)
+    assert float(grad.abs().max()) > 0.0
+
+
+def test_shared_trunk_is_the_library_transformer_under_the_mask():
+    policy = _policy(action_expert=False, position="none")
+    prefix, suffix = _tokens(policy)
+    with torch.no_grad():
+        mine = policy.trunk(prefix, suffix)
+        library = policy.trunk.trunk(inputs_embeds=torch.cat([prefix, suffix], 1),
+                                     attn_mask=policy.trunk.mask)[:, prefix.shape[1]:]
+    torch.testing.assert_close(mine, library, rtol=0, atol=1e-6)
+    assert sum(p.numel() for p in _policy().parameters()) > sum(
+        p.numel() for p in policy.parameters())  # the expert adds a stack
+
+
+@pytest.mark.parametrize("expert", [True, False])
+def test_prefix_cache_gives_the_actions_of_recomputing_the_prefix(expert):
+    policy, batch = _policy(action_expert=expert), _batch()
+    s = policy._state(batch)
+    policy.generator.manual_seed(3)
+    cached = policy.sample(batch, s, steps=5, use_cache=True)
+    policy.generator.manual_seed(3)
+    recomputed = policy.sample(batch, s, steps=5, use_cache=False)
+    torch.testing.assert_close(cached, recomputed, rtol=0, atol=1e-6)
+
+
+def test_forward_select_action_and_folder_round_trip(tmp_path):
+    policy, batch = _policy(), _batch()
+    policy.train()
+    loss, info = policy(batch)
+    loss.backward()
+    assert torch.isfinite(loss) and "mse_velocity" in info
+    policy.eval()
+    policy.save_pretrained(tmp_path / "vla")
+    loaded = load_policy(tmp_path / "vla")
+    assert isinstance(loaded, VLAPolicy) and loaded.config == policy.config
+    obs = {k: v for k, v in batch.items() if k != "action"}
+    policy.generator.manual_seed(0)
+    loaded.generator.manual_seed(0)
+    assert torch.equal(policy.predict_action_chunk(obs), loaded.predict_action_chunk(obs))
+    assert loaded.select_action(obs).shape == (B, 3)
+
+
+def test_bad_batches_are_refused_with_the_key_named():
+    policy, batch = _policy(), _batch()
+    with pytest.raises(ValueError, match="task"):
+        policy.predict_action_chunk({k: v for k, v in batch.items() if k != "task"})
+    with pytest.raises(ValueError, match="task"):
+        policy.predict_action_chunk({**batch, "task": ["only one"] * 2})
+    with pytest.raises(ValueError, match=r"observation\.images\.top"):
+        policy.predict_action_chunk({**batch, "observation.images.top": torch.rand(B, 3, 16, 16)})
+    with pytest.raises(ValueError, match="image feature"):
+        policy.predict_action_chunk({**batch, "observation.images.side": torch.rand(B, 3, 32, 32)})
+    with pytest.raises(ValueError, match="patch_size"):
+        VLAConfig(patch_size=5)
+
+
+def test_tiny_training_lowers_the_loss_and_evaluation_reports_a_wilson_interval():
+    policy, losses = train_vla("tiny", seed=0)
+    assert sum(losses[-5:]) < sum(losses[:5])
+    result = evaluate(policy, episodes=4, split="held_out", instruction="shuffled")
+    assert result.episodes == 4 and 0 <= result.successes <= 4
+    lo, hi = wilson_interval(10, 20)
+    assert abs(lo - 0.2993) < 1e-3 and abs(hi - 0.7007) < 1e-3
+    assert wilson_interval(0, 20)[0] == 0.0 and abs(wilson_interval(0, 20)[1] - 0.1611) < 1e-3
