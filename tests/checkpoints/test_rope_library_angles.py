@@ -133,3 +133,52 @@ def test_ntk_has_no_transformers_formula_and_keeps_its_values():
     f64, _ = compute_rope_frequencies("ntk", 16, 10000.0, {"factor": 2.0})
     lib, _ = compute_rope_frequencies("ntk", 16, 10000.0, {"factor": 2.0}, precision="library")
     assert lib.dtype == torch.float32 and torch.equal(lib, f64.float())
+
+
+# ------------------------------------------------------------- loaded checkpoints, far positions
+
+FAR = (0, 8000, 65000, 100000, 131072 - 16)
+FAR_TOL = 2e-5  # measured <= 5.2e-6 (logits of order 4); the float64 angles give 3e-4..7e-3
+LONG_ROPES: dict[str, dict[str, Any]] = {
+    "llama3": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+               "high_freq_factor": 4.0, "original_max_position_embeddings": 8192,
+               "rope_theta": 500000.0},
+    "yarn": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768,
+             "rope_theta": 1000000.0},
+}
+
+
+def _far_errors(hf_model: Any, ours: Any, ids: torch.Tensor) -> float:
+    worst = 0.0
+    with torch.no_grad():
+        for offset in FAR:
+            pos = torch.arange(offset, offset + ids.shape[1])[None]
+            expected = hf_model(ids, position_ids=pos).logits
+            got = ours(ids, position_ids=pos).logits
+            assert expected.abs().max() > 0.5
+            worst = max(worst, float((got - expected).abs().max()))
+    return worst
+
+
+@pytest.mark.parametrize("rope", sorted(LONG_ROPES))
+def test_loaded_llama_logits_match_far_out(tmp_path, ref, rope):
+    hf_model = ref.llama(tmp_path, rope=LONG_ROPES[rope], max_position_embeddings=131072)
+    from transformer_math.checkpoints.io import from_pretrained
+
+    ours = from_pretrained(tmp_path)
+    assert ours.rotary.precision == "library"
+    assert _far_errors(hf_model, ours, ref.tokens(1, 16)) <= FAR_TOL
+
+
+def test_loaded_phi3_longrope_logits_match_far_out(tmp_path, ref):
+    pairs = 4  # head_dim 8
+    rope = {"rope_type": "longrope", "rope_theta": 10000.0,
+            "short_factor": [1.0, 1.1, 1.3, 1.7][:pairs],
+            "long_factor": [1.0, 2.5, 9.0, 30.0][:pairs]}
+    hf_model = ref.family("phi3", tmp_path, rope_parameters=rope,
+                          max_position_embeddings=131072, original_max_position_embeddings=4096)
+    from transformer_math.checkpoints.io import from_pretrained
+
+    ours = from_pretrained(tmp_path)
+    assert ours.rotary.precision == "library" and ours.rotary.rope_type == "longrope"
+    assert _far_errors(hf_model, ours, ref.tokens(1, 16)) <= FAR_TOL

@@ -394,6 +394,8 @@ def _build(adapter: Adapter, config: TransformerConfig, info: CheckpointInfo, ru
                                 f"got {stored.dtype}")
             for name, t in zip(rule.ours, rule.load(stored), strict=True):
                 own[name].copy_(t.to(dtype))
+    if model.rotary is not None:  # the angles the checkpoint was trained with (issue 33.2)
+        model.rotary.set_precision("library")
     model.checkpoint_info = info  # type: ignore[assignment]
     return model.eval()
 
