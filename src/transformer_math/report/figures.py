@@ -14,6 +14,13 @@ font manager (Noto Sans CJK, Source Han Sans, WenQuanYi, ...), checking that the
 maps a Chinese character; :func:`draw_figure` takes a list of families (``font_family``), which
 matplotlib falls back through glyph by glyph, and :func:`missing_chars` says which characters of
 the labels none of those families has (so a report never ships boxes instead of text).
+
+matplotlib lists the fonts it knows in a cache written the first time it runs; a CJK font
+installed later (``apt-get install fonts-noto-cjk``) is not in it until the cache is deleted
+(issue 38.3). When no candidate family is in matplotlib's list, :func:`cjk_font` asks
+fontconfig (``fc-list :lang=zh``) for the files holding one and registers them with
+``font_manager.fontManager.addfont`` for this process only: matplotlib's cache file is neither
+read again nor written.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import shutil
+import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -118,8 +127,8 @@ def _font_file(family: str) -> str | None:
     from matplotlib import font_manager
 
     try:
-        return font_manager.findfont(font_manager.FontProperties(family=family),
-                                     fallback_to_default=False)
+        return font_manager.fontManager.findfont(font_manager.FontProperties(family=family),
+                                                 fallback_to_default=False)
     except ValueError:
         return None
 
@@ -131,12 +140,53 @@ def _charmap(path: str) -> frozenset[int]:
     return frozenset(FT2Font(path).get_charmap())
 
 
+def fontconfig_files(families: Sequence[str], *, lang: str = "zh") -> list[str]:
+    """The font files fontconfig lists for ``lang`` (``fc-list :lang=zh``) that hold one of
+    ``families``; [] without fontconfig."""
+    exe = shutil.which("fc-list")
+    if exe is None:
+        return []
+    try:
+        done = subprocess.run([exe, f":lang={lang}", "-f", "%{file}\t%{family}\n"],
+                              capture_output=True, text=True, timeout=30, check=False,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    wanted, files = set(families), set()
+    for line in done.stdout.splitlines():
+        path, _, names = line.partition("\t")
+        if path.lower().endswith((".ttf", ".otf", ".ttc", ".otc")) and wanted & {
+                n.strip() for n in names.split(",")}:
+            files.add(path)
+    return sorted(files)
+
+
+def _register_fontconfig_fonts(candidates: Sequence[str]) -> bool:
+    """Add the fontconfig files holding ``candidates`` to matplotlib's font list in memory
+    (``FontManager.addfont``; its cache file is not written). True when one was added."""
+    from matplotlib import font_manager
+
+    added = False
+    for path in fontconfig_files(candidates):
+        try:
+            font_manager.fontManager.addfont(path)
+        except (OSError, RuntimeError, ValueError):  # a file FreeType cannot read
+            continue
+        added = True
+    if added:
+        _font_file.cache_clear()
+    return added
+
+
 def cjk_font(candidates: Sequence[str] = CJK_FAMILIES) -> str | None:
     """The first installed family of ``candidates`` whose font maps the Chinese characters
-    ``中文`` (None when there is none: the caller then draws English labels)."""
+    ``中文`` (None when there is none: the caller then draws English labels). A family that
+    fontconfig has but matplotlib's cached font list lacks is registered first."""
     from matplotlib import font_manager
 
     installed = {f.name for f in font_manager.fontManager.ttflist}
+    if not installed & set(candidates) and _register_fontconfig_fonts(candidates):
+        installed = {f.name for f in font_manager.fontManager.ttflist}
     for family in candidates:
         if family not in installed:
             continue
