@@ -25,9 +25,12 @@ import math
 import os
 import stat
 import struct
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import torch
 
 MAX_LINKS = 16
 MAX_JSON_BYTES = 64 << 20  # config.json, params.json, model.safetensors.index.json
@@ -36,6 +39,12 @@ DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2":
                "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U64": 8, "U32": 4, "U16": 2, "U8": 1,
                "BOOL": 1}
 FLOATING = frozenset({"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"})
+TORCH_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16,
+                "BF16": torch.bfloat16, "F8_E4M3": torch.float8_e4m3fn,
+                "F8_E5M2": torch.float8_e5m2, "I64": torch.int64, "I32": torch.int32,
+                "I16": torch.int16, "I8": torch.int8, "U64": torch.uint64, "U32": torch.uint32,
+                "U16": torch.uint16, "U8": torch.uint8, "BOOL": torch.bool}
+"""The torch dtype of each safetensors dtype (the format's names, ``safetensors/src/tensor.rs``)."""
 
 
 def check_name(name: Any, what: str) -> str:
@@ -145,6 +154,11 @@ class TensorHeader:
 def read_header(path: Path, name: str | None = None) -> dict[str, TensorHeader]:
     """The checked header of the safetensors file ``path`` (module docstring; ``name``: the
     file's name in the checkpoint, for messages, default ``path.name``); no data read."""
+    return read_layout(path, name)[0]
+
+
+def read_layout(path: Path, name: str | None = None) -> tuple[dict[str, TensorHeader], int]:
+    """(:func:`read_header`, the file offset of the data: ``8 + n``), checked alike."""
     regular_file(path, "safetensors file")
     where = f"safetensors file {name or path.name!r}"
     size = path.stat().st_size
@@ -183,7 +197,7 @@ def read_header(path: Path, name: str | None = None) -> dict[str, TensorHeader]:
     if offset != data_len:
         raise ValueError(f"{where}: data_offsets end at byte {offset}, the data has {data_len} "
                          "bytes (truncated or padded file)")
-    return out
+    return out, 8 + n
 
 
 def _entry(where: str, name: str, entry: Any, data_len: int) -> TensorHeader:
@@ -207,3 +221,35 @@ def _entry(where: str, name: str, entry: Any, data_len: int) -> TensorHeader:
         raise ValueError(f"{what}: shape {tuple(shape)} of {dtype} needs {nbytes} bytes, its "
                          f"data_offsets hold {offsets[1] - offsets[0]}"[:400])
     return TensorHeader(dtype, tuple(shape), offsets[0], offsets[1])
+
+
+def read_tensor(path: Path, entry: TensorHeader, data_start: int,
+                name: str | None = None) -> torch.Tensor:
+    """One tensor of a safetensors file (``entry`` from :func:`read_layout` of the same file)
+    read into fresh memory of its own with ``os.preadv`` of its checked byte range.
+
+    No memory map: only this tensor's bytes become resident in the process (a memory-mapped
+    page that was read stays in the process's RSS while the map lives), so a loader that reads
+    the tensors one by one and drops each after use holds one tensor of file data at a time.
+    The format is little endian (``safetensors`` README); on a big-endian host the bytes of
+    each element are reversed."""
+    where = f"safetensors file {name or path.name!r}"
+    nbytes = entry.end - entry.begin
+    raw = torch.empty(nbytes, dtype=torch.uint8)
+    if nbytes:
+        buffer = memoryview(raw.numpy())
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            done = 0
+            while done < nbytes:
+                got = os.preadv(fd, [buffer[done:]], data_start + entry.begin + done)
+                if got <= 0:
+                    raise ValueError(f"{where} ended while its data was read (changed since "
+                                     "its header was checked?)")
+                done += got
+        finally:
+            os.close(fd)
+    size = DTYPE_BYTES[entry.dtype]
+    if sys.byteorder != "little" and size > 1:
+        raw = raw.view(-1, size).flip(1).reshape(-1)
+    return raw.view(TORCH_DTYPES[entry.dtype]).reshape(entry.shape)

@@ -36,7 +36,7 @@ import dataclasses
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,8 +50,9 @@ from transformer_math.checkpoints.files import (
     check_name,
     inside,
     optional_file,
-    read_header,
     read_json,
+    read_layout,
+    read_tensor,
     regular_file,
 )
 from transformer_math.checkpoints.generation_config import GenerationConfig
@@ -59,6 +60,7 @@ from transformer_math.checkpoints.info import CheckpointInfo
 from transformer_math.checkpoints.pretrained import PretrainedTransformer
 from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.init import no_init_draws
+from transformer_math.nn.position import POSITIONS
 from transformer_math.nn.transformer import Transformer
 
 Shapes = Mapping[str, tuple[int, ...]]
@@ -170,13 +172,17 @@ def read_config(path: str | Path) -> dict[str, Any]:
 @dataclass(frozen=True)
 class Stored:
     """What a checkpoint directory holds, from its headers only: tensor name -> shape, dtype
-    name and whether the dtype is floating point; ``read()`` then loads every tensor (call it
-    only after validation)."""
+    name and whether the dtype is floating point; ``get(name)`` then reads ONE tensor into
+    memory of its own (call it only after validation), ``read()`` every tensor."""
 
     shapes: dict[str, tuple[int, ...]]
     dtypes: dict[str, str]
     floating: dict[str, bool]
-    read: Any
+    get: Callable[[str], Tensor]
+
+    def read(self) -> dict[str, Tensor]:
+        """Every tensor (all resident at once: the lazy loader uses :attr:`get` instead)."""
+        return {name: self.get(name) for name in self.shapes}
 
 
 def _shard_files(root: Path, index: Path) -> tuple[list[tuple[str, Path]], dict[str, str]]:
@@ -198,42 +204,31 @@ def _shard_files(root: Path, index: Path) -> tuple[list[tuple[str, Path]], dict[
     return files, weight_map
 
 
-def _safetensors_load(file: Path, name: str) -> dict[str, Tensor]:
-    from safetensors.torch import load_file
-
-    try:
-        return load_file(str(file))
-    except MemoryError:
-        raise
-    except Exception as err:  # safetensors raises its own error types
-        raise ValueError(f"safetensors file {name!r} cannot be read: {err}"[:400]) from None
-
-
 def _from_safetensors(files: list[tuple[str, Path]], weight_map: dict[str, str] | None
                       ) -> Stored:
-    """Headers of every (name, path) file (checked), and the reader."""
-    headers = {fname: read_header(f, fname) for fname, f in files}
+    """Headers of every (name, path) file (checked), and the one-tensor reader
+    (``files.read_tensor``: its checked byte range read into memory of its own)."""
+    layouts = {fname: (f, *read_layout(f, fname)) for fname, f in files}
     shapes, dtypes, floating = {}, {}, {}
-    for fname, header in headers.items():
+    where: dict[str, str] = {}
+    for fname, (_, header, _) in layouts.items():
         for name, t in header.items():
             if weight_map is not None and weight_map.get(name) != fname:
                 continue  # the index assigns this tensor elsewhere (or not at all)
             shapes[name], dtypes[name], floating[name] = t.shape, t.dtype, t.floating
+            where[name] = fname
     if weight_map is not None:
         absent = sorted(k for k in weight_map if k not in shapes)
         if absent:
             raise ValueError(f"shard {weight_map[absent[0]]!r} lacks tensors the index assigns "
                              f"to it: {absent[:5]}"[:400])
 
-    def read() -> dict[str, Tensor]:
-        out: dict[str, Tensor] = {}
-        for fname, f in files:
-            tensors = _safetensors_load(f, fname)
-            out.update({k: v for k, v in tensors.items() if k in shapes and (
-                weight_map is None or weight_map[k] == fname)})
-        return out
+    def get(name: str) -> Tensor:
+        fname = where[name]
+        file, header, start = layouts[fname]
+        return read_tensor(file, header[name], start, fname)
 
-    return Stored(shapes, dtypes, floating, read)
+    return Stored(shapes, dtypes, floating, get)
 
 
 def _from_torch(file: Path) -> Stored:
@@ -253,7 +248,7 @@ def _from_torch(file: Path) -> Stored:
         raise ValueError(f"{file.name!r} must hold a dict of tensor name -> tensor")
     return Stored({k: tuple(v.shape) for k, v in tensors.items()},
                   {k: str(v.dtype).removeprefix("torch.") for k, v in tensors.items()},
-                  {k: v.is_floating_point() for k, v in tensors.items()}, lambda: tensors)
+                  {k: v.is_floating_point() for k, v in tensors.items()}, tensors.__getitem__)
 
 
 def stored_tensors(path: str | Path) -> Stored:
@@ -375,29 +370,115 @@ def _canonical(adapter: Adapter, named: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _build(adapter: Adapter, config: TransformerConfig, info: CheckpointInfo, rules: list[Rule],
-           tensors: Mapping[str, Tensor], dtype: torch.dtype) -> PretrainedTransformer:
-    """Allocate the model (no init draws: everything is overwritten) and copy ``tensors``.
+           get: Callable[[str], Tensor], dtype: torch.dtype) -> PretrainedTransformer:
+    """Build the model on the ``meta`` device (no memory, no init draws) and materialise it one
+    checkpoint tensor at a time: ``get(name)`` reads one stored tensor, the rule's ``load``
+    maps it to the model's tensors, each becomes its parameter in ``dtype`` (the read memory
+    itself when it already is a whole contiguous tensor of that dtype, else one converted
+    copy), and the stored tensor is dropped before the next is read. The peak is the model in
+    ``dtype`` plus one stored tensor (and its converted copy), never a second model.
 
-    Only the parameters take ``dtype``: the RoPE frequencies and cos/sin tables (buffers) stay
-    float32, as transformers keeps them (its rotary embedding computes in float32 and casts
-    cos/sin to the activations' dtype)."""
-    with no_init_draws():
-        model = PretrainedTransformer(config)
-    for param in model.parameters():  # a tied head is one Parameter: cast once
-        param.data = param.data.to(dtype)
-    own = model.state_dict()
+    Only the parameters take ``dtype``: the RoPE frequencies and cos/sin tables (non-persistent
+    buffers) are then computed on the CPU in float32 (``RotaryEmbedding.reset_buffers``, run
+    when a module leaves the meta device), as transformers keeps them (its rotary embedding
+    computes in float32 and casts cos/sin to the activations' dtype)."""
+    model = _empty_model(config)
+    slots = _slots(model)
     with torch.no_grad():
         for rule in rules:
-            stored = tensors[rule.theirs]
+            stored = get(rule.theirs)
             if not stored.is_floating_point():
                 raise TypeError(f"tensor {rule.theirs!r} must be floating point, "
                                 f"got {stored.dtype}")
             for name, t in zip(rule.ours, rule.load(stored), strict=True):
-                own[name].copy_(t.to(dtype))
+                _place(slots[name], name, t, dtype)
+            del stored
+    _leave_meta(model)
     if model.rotary is not None:  # the angles the checkpoint was trained with (issue 33.2)
         model.rotary.set_precision("library")
     model.checkpoint_info = info  # type: ignore[assignment]
     return model.eval()
+
+
+def _empty_model(config: TransformerConfig) -> PretrainedTransformer:
+    """The model with every parameter on the ``meta`` device and its RoPE module on the CPU.
+
+    Some RoPE scalings check their factors with a host read while the module is built
+    (impossible on ``meta``; ``functional/rope_scaling.py``), and no shape depends on the
+    scaling: the model is built on ``meta`` without it (as :func:`skeleton`), then given the
+    real config and a rotary module built from it on the CPU (``Transformer.set_rotary``; it
+    holds buffers only, computed exactly as in an eager build)."""
+    plain = dataclasses.replace(config, rope_scaling=None) if config.rope_scaling else config
+    with torch.device("meta"), no_init_draws():
+        model = PretrainedTransformer(plain)
+    model.config = config
+    for block in model.layers:
+        block.config = config
+    if model.rotary is not None:
+        rotary = POSITIONS.get(config.position)(config).rotary
+        assert rotary is not None
+        model.set_rotary(rotary)
+    return model
+
+
+_Slot = tuple[list[tuple[torch.nn.Module, str]], Tensor, bool]
+"""Where one state-dict tensor lives: every (module, attribute) holding it (a tied head and
+its embedding are one Parameter), its meta-device template, and whether it is a Parameter."""
+
+
+def _slots(model: torch.nn.Module) -> dict[str, _Slot]:
+    """State-dict name -> :data:`_Slot` for every parameter and persistent buffer."""
+    holders: dict[int, list[tuple[torch.nn.Module, str]]] = {}
+    slots: dict[str, _Slot] = {}
+    for prefix, module in model.named_modules():
+        skip = module._non_persistent_buffers_set
+        owned = [(a, t, True) for a, t in module._parameters.items()] + [
+            (a, t, False) for a, t in module._buffers.items() if a not in skip]
+        for attr, tensor, is_param in owned:
+            if tensor is None:
+                continue
+            where = holders.setdefault(id(tensor), [])
+            where.append((module, attr))
+            slots[f"{prefix}.{attr}" if prefix else attr] = (where, tensor, is_param)
+    return slots
+
+
+def _place(slot: _Slot, name: str, value: Tensor, dtype: torch.dtype) -> None:
+    """Put ``value`` (converted to ``dtype`` for a parameter, to the buffer's own dtype for a
+    buffer) in every holder of ``slot``, reusing its memory when it is a whole contiguous
+    tensor of that dtype (no copy) and copying it into a fresh contiguous tensor otherwise."""
+    holders, template, is_param = slot
+    if tuple(value.shape) != tuple(template.shape):
+        raise ValueError(f"the checkpoint gives {name!r} the shape {tuple(value.shape)}, the "
+                         f"model needs {tuple(template.shape)}")
+    want = dtype if is_param else template.dtype
+    value = value.detach().to(want, memory_format=torch.contiguous_format)
+    whole = (value.is_contiguous() and value.storage_offset() == 0
+             and value.untyped_storage().nbytes() == value.numel() * value.element_size())
+    if not whole:
+        value = torch.empty(value.shape, dtype=want).copy_(value)
+    tensor: Tensor = (torch.nn.Parameter(value, requires_grad=template.requires_grad)
+                      if is_param else value)
+    for module, attr in holders:
+        (module._parameters if is_param else module._buffers)[attr] = tensor
+
+
+def _leave_meta(model: torch.nn.Module) -> None:
+    """Move what is still on the meta device (non-persistent buffers only) to the CPU: each
+    module's ``_apply`` recomputes such buffers (``nn/position.py``); anything else left on
+    ``meta`` is a tensor no checkpoint tensor filled (an error, never uninitialised memory)."""
+    def empty(t: Tensor) -> Tensor:
+        return torch.empty_like(t, device="cpu") if t.is_meta else t
+
+    for module in model.modules():
+        if any(b is not None and b.is_meta for b in module._buffers.values()):
+            if type(module)._apply is torch.nn.Module._apply:  # nothing would recompute them
+                raise ValueError(f"{type(module).__name__} has buffers no checkpoint tensor "
+                                 "fills and no rule recomputes")
+            module._apply(empty, recurse=False)
+    left = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
+    if left:
+        raise ValueError(f"no checkpoint tensor fills {left[:6]}")
 
 
 def _load(adapter: Adapter, config: TransformerConfig, info: CheckpointInfo, stored: Stored,
@@ -408,7 +489,8 @@ def _load(adapter: Adapter, config: TransformerConfig, info: CheckpointInfo, sto
     check_layers(adapter, config, shapes, source)
     rules = adapter.rules(config, **options)
     validate(adapter, config, rules, shapes, source, _canonical(adapter, stored.floating))
-    return _build(adapter, config, info, rules, _canonical(adapter, stored.read()), chosen)
+    names = {adapter.canonical(k): k for k in stored.shapes}
+    return _build(adapter, config, info, rules, lambda name: stored.get(names[name]), chosen)
 
 
 # ------------------------------------------------------------------------------------ dtype
