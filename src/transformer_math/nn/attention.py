@@ -76,6 +76,18 @@ HEADS_MERGED_WITHOUT_TRANSPOSE = declare_bug(
     "row t then holds one head's outputs at several positions (identical for H = 1)",
     module=__name__, seen_in="hand-written multi-head attention that calls .reshape(B, T, d) on "
     "the (B, H, T, d_k) result; it trains, only worse, and is invisible with one head")
+DROPOUT_IN_EVAL = declare_bug(
+    "attention.dropout-in-eval", "the attention-weight dropout is applied whatever the mode "
+    "(dropout_p = p instead of p if training else 0): eval-mode outputs are random",
+    module=__name__, seen_in="functional sdpa calls passing dropout_p=self.dropout without the "
+    "self.training guard that nn.Dropout has built in",
+    test="tests/checkpoints/test_plumbing_bugs.py::test_dropout_is_off_in_eval_mode")
+QKV_BIAS_DROPPED = declare_bug(
+    "attention.qkv-bias-dropped", "the q, k and v projections ignore their biases (x W^T "
+    "instead of x W^T + b): Qwen2's attention biases are loaded and never used",
+    module=__name__, seen_in="fused or hand-written projections that take only the weight "
+    "(F.linear(x, w)); Qwen2 is the family with q/k/v biases and no output bias",
+    test="tests/checkpoints/test_plumbing_bugs.py::test_qwen2_qkv_biases_are_applied")
 
 
 @dataclass
@@ -229,10 +241,14 @@ class MultiHeadAttention(nn.Module):
         self, query: Tensor, key: Tensor, value: Tensor
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Project inputs to per-head q (B, H, T, d_k), k and v (B, H_kv, S, d_k)."""
-        q = self._split_heads(self.q_proj(query), self.num_heads)
-        k = self._split_heads(self.k_proj(key), self.num_kv_heads)
-        v = self._split_heads(self.v_proj(value), self.num_kv_heads)
-        return q, k, v
+        if planted(QKV_BIAS_DROPPED):  # planted bug: the projections' biases ignored
+            f = torch.nn.functional.linear
+            q, k, v = (f(query, self.q_proj.weight), f(key, self.k_proj.weight),
+                       f(value, self.v_proj.weight))
+        else:
+            q, k, v = self.q_proj(query), self.k_proj(key), self.v_proj(value)
+        return (self._split_heads(q, self.num_heads), self._split_heads(k, self.num_kv_heads),
+                self._split_heads(v, self.num_kv_heads))
 
     def forward(
         self,
@@ -287,7 +303,7 @@ class MultiHeadAttention(nn.Module):
         scale = None if self.scale_fn is None else self.scale_fn(self.head_dim, k.shape[-2])
         if scale is None and planted(SCALE_BY_MODEL_WIDTH):
             scale = 1.0 / math.sqrt(self.embed_dim)  # planted bug: falsifier of low-rank-bottleneck
-        dropout_p = self.dropout if self.training else 0.0
+        dropout_p = self.dropout if self.training or planted(DROPOUT_IN_EVAL) else 0.0
         if live and self.hook_scores.active():
             if not ATTENTION_BACKENDS.metadata(self.backend)["exact"]:
                 raise ValueError(f"hook_scores needs a softmax backend; {self.backend!r} is not "

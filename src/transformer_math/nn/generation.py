@@ -17,6 +17,14 @@ Repetition penalty (CTRL, Keskar et al. 2019; transformers' ``RepetitionPenaltyL
 before the sampling warpers, the logit z of every token already in the row (prompt and generated
 tokens, the left padding excluded) becomes z / p if z > 0 else z * p, in float32.
 
+RoPE whose frequencies switch with the length (``RotaryEmbedding.frequency_switch``): with
+LongRoPE (Phi-3), once the sequence (prompt + generated, padding included) first exceeds
+``original_max_position_embeddings`` = L0 while the cache holds at most L0 positions, the cache is
+dropped and the whole sequence is run again (one uncached step of length L0 + 1): every key is
+then rotated with the long factors, as transformers' Phi-3 ``prepare_inputs_for_generation``
+does, and later steps are cached again. Dynamic NTK keeps each cached key under the base of its
+own step, as transformers does (no rebuild).
+
 Defaults (:func:`resolve_settings`): a model carrying a ``generation_config`` (a checkpoint's
 ``generation_config.json``, ``checkpoints/generation_config.py``) supplies every setting the
 call leaves out, as transformers' ``generate`` does: ``do_sample`` (greedy unless set),
@@ -37,8 +45,24 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from transformer_math.bugs import declare_bug, planted
 from transformer_math.functional.rope import can_read_values
 from transformer_math.nn.position import POSITIONS
+
+_PLUMBING = "tests/checkpoints/test_plumbing_bugs.py::"
+TEMPERATURE_AFTER_FILTERS = declare_bug(
+    "generation.temperature-after-filters",
+    "top-k and top-p choose the kept tokens from the unscaled logits and the temperature is "
+    "applied afterwards (transformers: temperature, then top-k, then top-p), so the nucleus "
+    "is that of softmax(z), not of softmax(z / T)",
+    module=__name__, seen_in="sampling loops that warp in the order the options are listed",
+    test=_PLUMBING + "test_sampling_applies_temperature_before_top_k_and_top_p")
+FINISHED_ROWS_CONTINUE = declare_bug(
+    "generation.finished-rows-continue",
+    "a row that emitted eos keeps sampling real tokens instead of pad_token_id while the other "
+    "rows of the batch finish",
+    module=__name__, seen_in="batched decoding loops that check eos only to stop the batch",
+    test=_PLUMBING + "test_finished_rows_continue_with_padding")
 
 
 def _check_options(vocab: int, max_new_tokens: int, temperature: float | None,
@@ -61,7 +85,17 @@ def choose_next_token(logits: Tensor, *, temperature: float = 0.0, top_k: int | 
     """The next token (B, 1) from last-position logits (B, V): greedy, or sampled."""
     if temperature == 0.0:
         return logits.argmax(dim=-1, keepdim=True)
-    scaled = logits.float() / temperature
+    probs = sampling_probs(logits, temperature=temperature, top_k=top_k, top_p=top_p)
+    return torch.multinomial(probs, 1, generator=generator)
+
+
+def sampling_probs(logits: Tensor, *, temperature: float, top_k: int | None = None,
+                   top_p: float | None = None) -> Tensor:
+    """The distribution (B, V) sampling draws from: softmax(z / temperature) restricted to the
+    ``top_k`` largest and then to the nucleus of mass ``top_p``, renormalised (transformers'
+    warper order: temperature, top-k, top-p)."""
+    late = planted(TEMPERATURE_AFTER_FILTERS)  # planted bug: filters on the unscaled logits
+    scaled = logits.float() if late else logits.float() / temperature
     if top_k is not None:
         kth = torch.topk(scaled, top_k, dim=-1).values[:, -1:]
         scaled = scaled.masked_fill(scaled < kth, float("-inf"))
@@ -72,7 +106,9 @@ def choose_next_token(logits: Tensor, *, temperature: float = 0.0, top_k: int | 
         drop_sorted = mass_before >= top_p  # the first token has mass_before 0: always kept
         drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
         scaled = scaled.masked_fill(drop, float("-inf"))
-    return torch.multinomial(torch.softmax(scaled, dim=-1), 1, generator=generator)
+    if late:
+        scaled = scaled / temperature
+    return torch.softmax(scaled, dim=-1)
 
 
 def penalize_repeats(logits: Tensor, seen: Tensor, penalty: float) -> Tensor:
@@ -114,8 +150,6 @@ def decode_step(
     return choose_next_token(logits, temperature=temperature, top_k=top_k, top_p=top_p,
                              generator=generator)  # (B, 1)
 
-
-@torch.no_grad()
 
 def _check_token_ids(vocab_size: int, eos: list[int], pad: int, pad_given: bool) -> None:
     """The special ids generation writes or compares against must be token ids of this vocabulary
@@ -192,6 +226,17 @@ def _seen_tokens(tokens: Tensor, attention_mask: Tensor | None, vocab: int) -> T
     return seen.scatter_(1, ids, True)[:, :vocab]
 
 
+def _cache_rebuild_length(model: Any) -> int | None:
+    """The length L0 at which cached generation drops its KV cache once and recomputes every
+    key (a rotary embedding whose frequencies switch there, ``rebuilds_cache_at_switch``:
+    LongRoPE), or None."""
+    rotary = getattr(model, "rotary", None)
+    if rotary is None or not getattr(rotary, "rebuilds_cache_at_switch", False):
+        return None
+    return rotary.frequency_switch
+
+
+@torch.no_grad()
 def generate(
     model: Any,
     input_ids: Tensor,
@@ -254,15 +299,23 @@ def generate(
     model.eval()
     tokens, step = input_ids, input_ids
     caches = model.new_caches() if use_cache else None
+    rebuild_at = _cache_rebuild_length(model) if use_cache else None
     finished = torch.zeros(b, dtype=torch.bool, device=input_ids.device)
     eos_t = torch.tensor(eos, dtype=torch.long, device=input_ids.device)
     try:
         for _ in range(max_new_tokens):
+            if (rebuild_at is not None and caches is not None and tokens.shape[1] > rebuild_at
+                    and 0 < caches[0].seq_len <= rebuild_at):
+                # the sequence now passes the LongRoPE switch: keys cached with the short
+                # factors are dropped and the whole sequence is run again with the long ones
+                # (transformers' Phi-3 prepare_inputs_for_generation), once
+                caches, step = model.new_caches(), tokens
             nxt = decode_step(model, step if use_cache else tokens, attention_mask=mask,
                               caches=caches, temperature=temperature, top_k=top_k,
                               top_p=top_p, generator=generator, repetition_penalty=penalty,
                               seen=seen)  # (B, 1)
-            nxt = torch.where(finished.unsqueeze(1), torch.full_like(nxt, pad), nxt)
+            if not planted(FINISHED_ROWS_CONTINUE):  # planted bug: finished rows go on
+                nxt = torch.where(finished.unsqueeze(1), torch.full_like(nxt, pad), nxt)
             if seen is not None:
                 seen = seen.scatter(1, nxt, True)
             tokens = torch.cat([tokens, nxt], dim=1)

@@ -23,9 +23,17 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from transformer_math.bugs import declare_bug, planted
 from transformer_math.functional.norms import layer_norm, rms_norm
 from transformer_math.nn.hooks import HookPoint, hooks_live
 from transformer_math.registry import Registry
+
+GEMMA_OFFSET_DROPPED = declare_bug(
+    "norm.gemma-offset-dropped", "Gemma's RMSNorm multiplies by the stored w instead of the "
+    "gain 1 + w (the checkpoint's offset read as Llama's gain)",
+    module=__name__, seen_in="ports of Gemma that reuse Llama's RMSNorm (the stored weights "
+    "are near 0, so every norm output nearly vanishes)",
+    test="tests/checkpoints/test_plumbing_bugs.py::test_gemma_embedding_scale_and_norm_offset")
 
 NORMS: Registry[type[nn.Module]] = Registry("norm")
 """Norm classes ``cls(dim, *, eps)``. Metadata: ``params_per_dim`` (parameters per channel),
@@ -154,13 +162,15 @@ class GemmaRMSNorm(RMSNorm):
         x32 = x.to(torch.float32)
         normed = x32 * torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + self.eps)
         if self.weight is not None:
-            normed = normed * (1.0 + self.weight.to(torch.float32))
+            offset = 0.0 if planted(GEMMA_OFFSET_DROPPED) else 1.0  # planted bug: gain w
+            normed = normed * (offset + self.weight.to(torch.float32))
         return normed.to(x.dtype)
 
     def _hooked(self, x: Tensor) -> Tensor:
         normed = self._normalized(x.to(torch.float32))
         if self.weight is not None:
-            normed = normed * (1.0 + self.weight.to(torch.float32))
+            offset = 0.0 if planted(GEMMA_OFFSET_DROPPED) else 1.0  # planted bug: gain w
+            normed = normed * (offset + self.weight.to(torch.float32))
         return normed.to(x.dtype)
 
 

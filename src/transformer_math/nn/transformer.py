@@ -89,6 +89,31 @@ CROSS_MASK_DROPPED = declare_bug(
     seen_in="004's DecoderLayer, whose source mask lands in the value slot and is never applied",
 )
 
+_PLUMBING = "tests/checkpoints/test_plumbing_bugs.py::"
+LEFT_PAD_POSITIONS = declare_bug(
+    "transformer.left-pad-positions-counted",
+    "with a left-padded attention_mask, positions run 0 .. T-1 over the padding too instead of "
+    "counting real tokens only (cumsum(mask) - 1): a padded row is rotated differently from the "
+    "same prompt unpadded",
+    module=__name__, seen_in="batched generation that builds position ids with arange(T)",
+    test=_PLUMBING + "test_left_padded_positions_count_real_tokens")
+LOSS_UNSHIFTED = declare_bug(
+    "transformer.loss-labels-unshifted",
+    "the causal LM loss compares logits[:, t] with labels[:, t] instead of labels[:, t + 1] "
+    "(the model is scored on copying its input)",
+    module=__name__, seen_in="forgetting the shift that transformers' ForCausalLMLoss applies",
+    test=_PLUMBING + "test_loss_is_the_shifted_next_token_loss")
+WINDOW_OFF_BY_ONE = declare_bug(
+    "transformer.sliding-window-off-by-one",
+    "the sliding window keeps W + 1 keys (p - W <= j <= p) instead of W (p - W < j <= p)",
+    module=__name__, seen_in="'<' vs '<=' in window masks; Mistral's window counts the query",
+    test=_PLUMBING + "test_sliding_window_keeps_exactly_w_keys")
+EMBED_SCALE_DROPPED = declare_bug(
+    "transformer.embedding-scale-dropped",
+    "Gemma's token embeddings are not multiplied by sqrt(d) (the config's embedding_scale)",
+    module=__name__, seen_in="Gemma ports built on a Llama skeleton",
+    test=_PLUMBING + "test_gemma_embedding_scale_and_norm_offset")
+
 PADDING_MASK_INVERTED = declare_bug(
     "transformer.padding-mask-inverted",
     "attention_mask (1 = token, HF convention) is passed on as the key padding mask without the "
@@ -243,6 +268,8 @@ def causal_lm_loss(logits: Tensor, labels: Tensor, ignore_index: int = -100) -> 
                          f"{getattr(labels, 'dtype', type(labels).__name__)} "
                          f"{tuple(getattr(labels, 'shape', ()))}")
     target = torch.nn.functional.pad(labels, (0, 1), value=ignore_index)[:, 1:]
+    if planted(LOSS_UNSHIFTED):  # planted bug: labels[:, t] for logits[:, t]
+        target = labels
     return torch.nn.functional.cross_entropy(
         logits.float().reshape(-1, logits.shape[-1]), target.reshape(-1).to(logits.device),
         ignore_index=ignore_index)
@@ -339,7 +366,8 @@ class Transformer(nn.Module):
             if self.embed_tokens is None:
                 raise ValueError("this model takes inputs_embeds (config.vocab_size is None)")
             h = self.embed_tokens(input_ids)
-            if c.embedding_scale != 1.0:  # Gemma: E[x] * sqrt(d), the scale rounded to h's dtype
+            if c.embedding_scale != 1.0 and not planted(EMBED_SCALE_DROPPED):
+                # Gemma: E[x] * sqrt(d), the scale rounded to h's dtype
                 h = h * torch.tensor(c.embedding_scale, device=h.device).to(h.dtype)
         else:
             assert inputs_embeds is not None
@@ -449,7 +477,7 @@ class Transformer(nn.Module):
             keep = attention_mask.to(torch.bool)
             # planted bug: HF's 1 = keep read as PyTorch's True = pad (contextual-mapping)
             key_padding_mask = keep if planted(PADDING_MASK_INVERTED) else ~keep
-            if position_ids is None:
+            if position_ids is None and not planted(LEFT_PAD_POSITIONS):  # bug: arange
                 pos = keep.long().cumsum(-1) - 1
                 position_ids = pos.masked_fill(~keep, 1)[:, past:]
         if position_ids is None:
@@ -466,7 +494,8 @@ class Transformer(nn.Module):
                              f"{c.max_seq_len} of the {c.position!r} position table (it cannot "
                              "extrapolate)")
         if c.sliding_window is not None and past + t > c.sliding_window:
-            window = sliding_window_mask(t, past + t, c.sliding_window, device=x.device)
+            width = c.sliding_window + (1 if planted(WINDOW_OFF_BY_ONE) else 0)  # planted bug
+            window = sliding_window_mask(t, past + t, width, device=x.device)
             if planted(WINDOW_MASK_SIGN):  # planted bug (position claims): j - i < W
                 rows = torch.arange(past, past + t, device=x.device).unsqueeze(1)
                 window = (torch.arange(past + t, device=x.device) - rows) < c.sliding_window
