@@ -317,3 +317,17 @@ def test_a_recorded_point_mass_folder_trains_an_act_policy(tmp_path: Path) -> No
     policy.reset()
     with torch.no_grad():
         assert torch.equal(loaded.select_action({STATE: obs}), policy.select_action({STATE: obs}))
+
+
+def test_the_documented_example_runs(monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/lerobot_datasets.md's python block (record, train, save), from the repository root."""
+    import re
+
+    root = FIXTURE.parents[2]
+    text = (root / "docs" / "lerobot_datasets.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"```python\n(.*?)```", text, re.S)
+    monkeypatch.chdir(root)
+    exec(compile(block, "docs/lerobot_datasets.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "Episode(index=0, length=20" in out and "loss " in out
