@@ -2,7 +2,8 @@
 in width and depth only (``real_configs.py``), written by ``transformers`` in float32 and
 bfloat16 and sharded, load with :func:`from_pretrained` and behave like ``transformers`` on the
 same folder: logits and loss in float32, greedy and left-padded generation token for token,
-and bfloat16 logits within 2x transformers' own bfloat16-vs-float32 difference.
+logits at positions far out (``position_ids`` up to 100k), and bfloat16 logits within 2x
+transformers' own bfloat16-vs-float32 difference.
 
 Measured (CPU, transformers 5.24; numbers in /work/notes/s44/done_corpus33.md and the README):
 float32 logits of std ~4 agree to <= 1.6e-5, hence :data:`TOL` = 2e-5.
@@ -131,6 +132,24 @@ def test_left_padded_generation_token_equal(corpus, name):
     expected = _hf_generate(c, prompt, mask, 12)
     got = c.ours.generate(prompt, 12, attention_mask=mask, do_sample=False, pad_token_id=c.pad)
     assert torch.equal(got, expected)
+
+
+def _far_offsets(name: str, length: int) -> list[int]:
+    """Offsets of a short input placed far out: past 4096 (every LongRoPE/YaRN/llama3 switch the
+    short configs have) and at the end of the reach of the config (<= 100k)."""
+    reach = RC.LONG_POSITION[name]
+    return sorted({min(4100, reach - length), reach - length})
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_fp32_logits_at_far_positions(corpus, name):
+    c = corpus(name)
+    ids = _ids(2, 16, seed=5)
+    for offset in _far_offsets(name, ids.shape[1]):
+        pos = torch.arange(offset, offset + ids.shape[1]).expand(2, -1)
+        err = _max_err(_logits(c.ours, ids, position_ids=pos),
+                       _logits(c.hf, ids, position_ids=pos))
+        assert err <= TOL, (offset, err)
 
 
 @pytest.mark.parametrize("name", NAMES)
