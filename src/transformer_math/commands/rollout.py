@@ -3,6 +3,7 @@
     tmath rollout point-mass --policy scripted --out traj.png
     tmath rollout bimodal --policy act_policy/ --seed 3 --json
     tmath rollout grid --policy dt.safetensors --target-return 4
+    tmath rollout vla-push --policy my_vla/ --episodes 50 --split held_out
 
 A checkpoint is a policy folder saved with ``policy.save_pretrained(dir)`` (LeRobot layout:
 ``config.json`` + ``model.safetensors``) or an older single file saved with ``policy.save(path)``;
@@ -22,6 +23,9 @@ import typer
 from transformer_math.commands.args import MAX_SEED, integer, json_text, number, output_file
 
 ENV_NAMES = ("point-mass", "bimodal", "grid", "runner")
+VLA_ENV = "vla-push"
+"""The image-and-instruction environment (``commands/rollout_vla.py``): success rate over
+``--episodes`` with a Wilson interval and a PNG strip of episode 0."""
 MAX_STEPS = 1_000_000
 """Largest ``--max-steps``."""
 
@@ -127,7 +131,7 @@ def _plot(env_name: str, env: Any, trail: np.ndarray, rewards: list[float], out:
 
 
 def rollout(
-    env_name: str = typer.Argument(..., help=f"one of {', '.join(ENV_NAMES)}"),
+    env_name: str = typer.Argument(..., help=f"one of {', '.join((*ENV_NAMES, VLA_ENV))}"),
     policy: str = typer.Option("scripted", help="'scripted', a policy folder (save_pretrained) "
                                "or a .safetensors policy file"),
     seed: int = typer.Option(0, help="environment seed"),
@@ -135,11 +139,23 @@ def rollout(
     target_return: float | None = typer.Option(None, help="Decision Transformer target return"),
     max_steps: int = typer.Option(1000, min=1, help="stop after this many steps"),
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
+    episodes: int | None = typer.Option(None, help="vla-push: episodes to run (default 50)"),
+    split: str | None = typer.Option(None, help="vla-push: 'train' or 'held_out' instructions"),
+    instruction: str | None = typer.Option(None, help="vla-push: 'true' or 'shuffled'"),
 ) -> None:
     """Run a scripted or trained policy in an environment and save a trajectory plot."""
+    if env_name == VLA_ENV:
+        from transformer_math.commands.rollout_vla import rollout_vla
+
+        rollout_vla(policy, seed, out, episodes, split, instruction, as_json)
+        return
     if env_name not in ENV_NAMES:
-        raise typer.BadParameter(f"expected one of {', '.join(ENV_NAMES)}, got {env_name!r}",
-                                 param_hint="ENV_NAME")
+        raise typer.BadParameter(f"expected one of {', '.join((*ENV_NAMES, VLA_ENV))}, got "
+                                 f"{env_name!r}", param_hint="ENV_NAME")
+    for option, given in (("--episodes", episodes), ("--split", split),
+                          ("--instruction", instruction)):
+        if given is not None:
+            raise typer.BadParameter(f"{option} is for {VLA_ENV} only", param_hint=option)
     if not out.lower().endswith(".png"):
         raise typer.BadParameter(f"expected a .png path, got {out!r}", param_hint="--out")
     integer("--seed", seed, low=0, high=MAX_SEED)

@@ -162,9 +162,12 @@ INSTRUCTIONS = ("true", "shuffled")
 
 
 @torch.no_grad()
-def evaluate(policy: VLAPolicy, *, episodes: int = 50, split: str = "train", seed: int = 10_000,
-             instruction: str = "true") -> EvalResult:
-    """Success of ``policy`` on ``episodes`` fresh scenes of ``split`` (module docstring)."""
+def evaluate(policy: VLAPolicy | None, *, episodes: int = 50, split: str = "train",
+             seed: int = 10_000, instruction: str = "true",
+             frames: list[np.ndarray] | None = None) -> EvalResult:
+    """Success of ``policy`` (None: the scripted expert, which reads the scene, not the words)
+    on ``episodes`` fresh scenes of ``split`` (module docstring); the images episode 0 saw are
+    appended to ``frames`` when given."""
     if instruction not in INSTRUCTIONS:
         raise ValueError(f"instruction must be one of {INSTRUCTIONS}, got {instruction!r}")
     if episodes < 1:
@@ -178,13 +181,20 @@ def evaluate(policy: VLAPolicy, *, episodes: int = 50, split: str = "train", see
     current = [o for o, _ in obs]
     done = [False] * episodes
     success = [False] * episodes
-    policy.reset()
+    if policy is not None:
+        policy.reset()
     for _ in range(cfg.horizon):
-        batch = {CAMERA_KEY: images_to_tensor(np.stack([o["pixels"] for o in current])),
-                 "observation.state": torch.from_numpy(np.stack([o["agent_pos"]
-                                                                 for o in current])),
-                 "task": tasks}
-        actions = policy.select_action(batch).clamp(-1.0, 1.0).cpu().numpy()
+        if frames is not None and not done[0]:
+            frames.append(current[0]["pixels"])
+        if policy is None:
+            actions = np.stack([env.expert_action() if not d else np.zeros(3, np.float32)
+                                for env, d in zip(envs, done, strict=True)])
+        else:
+            batch = {CAMERA_KEY: images_to_tensor(np.stack([o["pixels"] for o in current])),
+                     "observation.state": torch.from_numpy(np.stack([o["agent_pos"]
+                                                                     for o in current])),
+                     "task": tasks}
+            actions = policy.select_action(batch).clamp(-1.0, 1.0).cpu().numpy()
         for i, env in enumerate(envs):
             if done[i]:
                 continue
@@ -194,4 +204,6 @@ def evaluate(policy: VLAPolicy, *, episodes: int = 50, split: str = "train", see
             done[i] = terminated or truncated
         if all(done):
             break
+    if frames is not None:
+        frames.append(current[0]["pixels"])
     return EvalResult(split, instruction, episodes, int(sum(success)))
