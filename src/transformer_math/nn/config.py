@@ -10,7 +10,7 @@ position           ``nn.position.POSITIONS``: none, learned, sinusoidal, rope, a
                    local_relative (rope takes ``rope_theta``, ``rope_scaling`` of any type in
                    ``functional.rope_scaling.ROPE_SCALING_FUNCTIONS``)
 norm               ``nn.norms.NORMS``: layernorm, rmsnorm, rmsnorm_hf, none (identity)
-feedforward        ``nn.feedforward.FEEDFORWARDS``: gelu, gelu_tanh, swiglu, geglu_tanh
+feedforward        ``nn.feedforward.FEEDFORWARDS``: gelu, gelu_tanh, relu, swiglu, geglu_tanh
 sublayers          :data:`SUBLAYERS`: full, attention_only, ffn_only
 norm_placement     :data:`NORM_PLACEMENTS`: pre (Xiong et al. 2020), post (Vaswani et al. 2017)
 attention_backend  ``functional.attention.ATTENTION_BACKENDS``: sdpa, reference, tiled, linear

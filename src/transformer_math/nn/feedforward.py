@@ -5,6 +5,8 @@ Math:
       FFN(x) = W_2 GELU(W_1 x + b_1) + b_2,   W_1: d -> d_ff, W_2: d_ff -> d.
   Parameters: 2 d d_ff + d_ff + d (with biases). ``gelu`` uses the exact erf GELU,
   ``gelu_tanh`` GPT-2's approximation x/2 (1 + tanh(sqrt(2/pi)(x + 0.044715 x^3))).
+- ReLU MLP (``relu``: eq. 2 as Vaswani et al. wrote it; DETR's and LeRobot ACT's FFN): the same
+  shapes with max(0, .) for GELU.
 - GeGLU (``geglu_tanh``, Gemma): W_2 (gelu_tanh(W_g x) * (W_1 x)), the same shapes.
 - SwiGLU (Shazeer 2020, "GLU Variants Improve Transformer", eq. 6; used by LLaMA and pi_0):
       FFN(x) = W_2 (SiLU(W_g x) * (W_1 x)),  no biases;  parameters: 3 d d_ff.
@@ -58,6 +60,16 @@ class TanhGeluMLP(GeluMLP):
     approximate = "tanh"
 
 
+@FEEDFORWARDS.register("relu", matrices=2, gated=False)
+class ReluMLP(GeluMLP):
+    """W_2 ReLU(W_1 x + b_1) + b_2 (Vaswani et al. 2017 §3.3; DETR's and LeRobot ACT's FFN)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        if hooks_live():
+            return self.fc_out(self.hook_post(F.relu(self.hook_pre(self.fc_in(x)))))
+        return self.fc_out(F.relu(self.fc_in(x)))
+
+
 @FEEDFORWARDS.register("swiglu", matrices=3, gated=True)
 class SwiGLU(nn.Module):
     """W_2 (SiLU(W_g x) * W_1 x), without biases by default (Shazeer 2020)."""
@@ -101,5 +113,6 @@ def _check_dims(dim: int, hidden_dim: int) -> None:
 
 def build_feedforward(name: str, dim: int, hidden_dim: int, *, bias: bool = True
                       ) -> nn.Module:
-    """A feed-forward module by registry name (``gelu`` | ``gelu_tanh`` | ``swiglu``)."""
+    """A feed-forward module by registry name (``gelu`` | ``gelu_tanh`` | ``relu`` | ``swiglu``
+    | ``geglu_tanh``)."""
     return FEEDFORWARDS.get(name)(dim, hidden_dim, bias=bias)
