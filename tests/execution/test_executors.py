@@ -73,6 +73,9 @@ def test_a_partial_log_runs_only_the_missing_tasks(direct, tmp_path):
     log = ResultsLog.open(path, SETTINGS, versions)
     results, info = execute([get_claim(SEEDED)], SETTINGS, log=log)
     assert info.resumed == 1 and info.tasks == 1
+    assert (f"resumed {path}: of 2 task(s), 1 reused from the log (their verdicts recomputed "
+            "from their margins) and 1 run now; 0 of 1 claim(s) wholly from the log") \
+        in info.notes[-1]
     assert comparable(results[0]) == direct[SEEDED]
     keys = [(d["claim"], d["seed"]) for d in map(json.loads, path.read_text().splitlines()[1:])]
     assert sorted(keys) == [(SEEDED, 0), (SEEDED, 1)]

@@ -47,3 +47,20 @@ def test_bad_documents_are_refused(tmp_path, capsys):
     assert "diffusion" in capsys.readouterr().out
     assert main([str(tmp_path / "missing.json")]) == 2
     assert main([]) == 2
+
+
+def test_a_document_without_the_decoder_claims_is_refused(tmp_path, capsys):
+    """Issue 38.7: a quick run's document (no decoder claim) printed a table of dashes; now it
+    is refused with how to make one, exit 2 on the command line; a partial document names what
+    it lacks."""
+    quick = {"claims": [{"id": "attention.scaling", "verdict": "verified"}]}
+    with pytest.raises(ValueError, match=r"none of the decoder claims.*--tier full"):
+        decoder_table(quick)
+    path = tmp_path / "quick.json"
+    path.write_text(json.dumps({"schema": "transformer-math/results/1", **quick}))
+    assert main([str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("decoder_table: the results document holds none of the decoder")
+    assert err.count("\n") == 1
+    assert "not in this results document" in decoder_table(DOC)
+    assert "robotics.flow-matching-decoder" in decoder_table(DOC).splitlines()[-1]

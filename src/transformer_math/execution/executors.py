@@ -94,15 +94,18 @@ def execute(
     if log is not None:
         payloads.update({k: log.entries[k] for k in keys if k in log.entries})
     info.resumed = len(payloads)
-    if log is not None:
-        info.notes.append(
-            f"resumed {log.path}: {info.resumed} task(s) reused (their verdicts recomputed from "
-            f"their margins), {log.stale} stale line(s) of changed claims rerun, "
-            f"{1 if log.dropped_tail else 0} cut last line dropped and rerun")
     # Inline, the claims' own order (as before tasks existed); on Ray, the long tasks first.
     order = keys if executor == "inline" else schedule(keys, claims)
     todo = [k for k in order if k not in payloads]
     info.tasks = len(todo)
+    if log is not None:
+        whole = sum(1 for c in claims if all(k in payloads for k in keys if k.claim == c.id))
+        info.notes.append(
+            f"resumed {log.path}: of {len(keys)} task(s), {info.resumed} reused from the log "
+            f"(their verdicts recomputed from their margins) and {info.tasks} run now; "
+            f"{whole} of {len(claims)} claim(s) wholly from the log; {log.stale} stale "
+            f"line(s) of changed claims rerun, {1 if log.dropped_tail else 0} cut last line "
+            "dropped and rerun")
     versions = {c.id: c.version for c in claims}
     by_claim = {c.id: c for c in claims}
     remaining = {c.id: sum(1 for k in keys if k.claim == c.id) for c in claims}

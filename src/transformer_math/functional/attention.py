@@ -119,6 +119,9 @@ LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
 class AttentionOutput(NamedTuple):
+    """What :func:`scaled_dot_product_attention` and every backend return: a named pair, not a
+    tensor. ``out, weights = ...`` unpacks it; ``.output`` is the attended values."""
+
     output: Tensor  # (B, H, T, D_v)
     weights: Tensor | None  # (B, H, T, S) when requested and available
 
@@ -341,8 +344,13 @@ def scaled_dot_product_attention(
 
     ``scale`` defaults to 1/sqrt(head_dim) (000 §8.3.1 property (2)). ``attn_mask`` (bool: True =
     allowed; float: added), ``key_padding_mask`` (B, S) bool with True = padded, and
-    ``is_causal`` (bottom-right aligned) may be combined. Returns ``AttentionOutput(output,
-    weights)``; ``weights`` is None unless ``return_weights``.
+    ``is_causal`` (bottom-right aligned) may be combined.
+
+    Returns an :class:`AttentionOutput`, a ``NamedTuple`` ``(output, weights)``, not a tensor
+    (unlike ``torch.nn.functional.scaled_dot_product_attention``, which returns the output
+    alone): ``output`` is (B, H, T, D_v); ``weights`` (B, H, T, S) is None unless
+    ``return_weights`` (and the backend can give them). Write ``out, _ = ...`` or ``.output``
+    where torch's function would be used directly.
     """
     validate_qkv(q, k, v)
     if not 0.0 <= dropout_p < 1.0:

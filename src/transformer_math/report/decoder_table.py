@@ -53,9 +53,25 @@ def _stat(claim: Mapping[str, Any] | None, key: str, digits: int = 2) -> str:
     return f"{mean:.{digits}f} ({lo:.{digits}f}-{hi:.{digits}f})"
 
 
+#: the claims the table reads (full tier: each trains a policy)
+DECODER_CLAIMS = ("robotics.diffusion-decoder", "robotics.flow-matching-decoder",
+                  "robotics.ar-bins-decoder", "robotics.decoder-steps",
+                  "robotics.multimodal-actions")
+
+
 def decoder_table(document: Mapping[str, Any]) -> str:
-    """Markdown: one row per decoder, the seed's two columns beside the measured ones."""
+    """Markdown: one row per decoder, the seed's two columns beside the measured ones.
+
+    A document holding none of :data:`DECODER_CLAIMS` (a quick run) is refused with a
+    ``ValueError`` saying how to make one, instead of a table of dashes; a claim missing from a
+    document holding others is named under the table, its cells dashes."""
     by_id = _claims(document)
+    present = [c for c in DECODER_CLAIMS if c in by_id]
+    if not present:
+        raise ValueError(
+            "the results document holds none of the decoder claims "
+            f"({', '.join(DECODER_CLAIMS)}); they are of tier full: run "
+            "tmath verify --tier full -k 'decoder|multimodal-actions' --json FILE")
     diff = by_id.get("robotics.diffusion-decoder")
     flow = by_id.get("robotics.flow-matching-decoder")
     ar = by_id.get("robotics.ar-bins-decoder")
@@ -95,6 +111,9 @@ def decoder_table(document: Mapping[str, Any]) -> str:
             if any(c != "-" for c in cells):
                 rows.append(f"| {k} | " + " | ".join(cells) + " |")
         rows.append(f"\n{verdict(steps)}")
+    absent = [c for c in DECODER_CLAIMS if c not in by_id]
+    if absent:
+        rows.append(f"\nnot in this results document (its cells are '-'): {', '.join(absent)}")
     return "\n".join(rows)
 
 

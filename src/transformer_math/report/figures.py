@@ -42,6 +42,9 @@ MAX_CATEGORIES = 200
 MAX_SERIES = 64
 MAX_POINTS = 200_000
 
+#: values of one axis closer than this fraction of their size are one value (rounding)
+RELATIVE_FLAT = 1e-6
+
 _MARKERS = set(".,ov^<>1234sp*hH+xDd|_")
 
 #: CJK families tried by :func:`cjk_font`, in order (Simplified Chinese first).
@@ -213,6 +216,27 @@ def missing_chars(texts: Sequence[str], families: Sequence[str]) -> list[str]:
     return [ch for ch in chars if not any(ord(ch) in m for m in maps)]
 
 
+def plain_ticks(ax: Any) -> None:
+    """Tick labels as the numbers themselves: matplotlib's offset notation (``+6.5`` above the
+    axis, ticks ``0.0001 0.0002``) is turned off on linear axes (issue 38.7: equal norms of the
+    LayerNorm-geometry figure read as spread from 1 to 6.5). A linear axis whose values agree
+    to better than ``RELATIVE_FLAT`` of their size (equal up to rounding) is widened to
+    +-0.1 % around them, so that they are drawn as the one value they are."""
+    from matplotlib.ticker import ScalarFormatter
+
+    for axis, get, set_ in ((ax.xaxis, ax.get_xlim, ax.set_xlim),
+                            (ax.yaxis, ax.get_ylim, ax.set_ylim)):
+        formatter = axis.get_major_formatter()
+        if not isinstance(formatter, ScalarFormatter):
+            continue  # a log or category axis
+        formatter.set_useOffset(False)
+        lo, hi = get()
+        size = max(abs(lo), abs(hi))
+        if size > 0 and math.isfinite(size) and hi - lo < RELATIVE_FLAT * size:
+            centre = (lo + hi) / 2
+            set_(centre - 1e-3 * size, centre + 1e-3 * size)
+
+
 def draw_figure(figure: Any, path: Path, *, dpi: int = 100,
                 font_family: Sequence[str] | None = None) -> Path:
     """Draw ``figure`` (a ``Figure`` or its JSON dict) into the PNG file ``path``.
@@ -327,6 +351,7 @@ def draw_figure(figure: Any, path: Path, *, dpi: int = 100,
         ax.set_xscale("log")
     if data.get("logy"):
         ax.set_yscale("log")
+    plain_ticks(ax)
     font = FontProperties(family=list(font_family)) if font_family else None
     ax.set_title(str(data.get("title", "")), fontproperties=font)
     ax.set_xlabel(str(data.get("xlabel", "")), fontproperties=font)
