@@ -120,6 +120,26 @@ def test_l1_loss_reductions_at_40_percent_padding(policies, folders):
     assert lerobot_l1 / valid_l1 == pytest.approx(0.6, abs=1e-6)
 
 
+def test_project_act_offers_lerobots_reduction():
+    """The project's own ACT: ``loss_reduction="lerobot"`` is 0.6 x ``"valid"`` at 40 %
+    padding (same weights, z = 0 without the latent)."""
+    from transformer_math.robotics.policies.act import ACTConfig, ACTPolicy
+
+    losses = {}
+    for reduction in ("valid", "lerobot"):
+        policy = ACTPolicy(ACTConfig(state_dim=3, action_dim=2, chunk_size=5, dim=16,
+                                     use_latent=False, loss_reduction=reduction))
+        policy.reset_parameters(torch.Generator().manual_seed(0))
+        g = torch.Generator().manual_seed(1)
+        batch = {"observation.state": torch.randn(4, 3, generator=g),
+                 "action": torch.randn(4, 5, 2, generator=g),
+                 "action_is_pad": torch.tensor([[False] * 3 + [True] * 2] * 4)}
+        losses[reduction] = policy.eval()(batch)[1]["l1"]
+    assert losses["lerobot"] / losses["valid"] == pytest.approx(0.6, abs=1e-6)
+    with pytest.raises(ValueError, match="loss_reduction"):
+        ACTConfig(state_dim=3, action_dim=2, loss_reduction="sum")
+
+
 @pytest.mark.parametrize("name", ["state", "camera"])
 def test_write_then_read_is_bit_equal(policies, folders, name, tmp_path):
     policy, source = policies[name], folders[name]

@@ -74,6 +74,7 @@ LATENT_SAMPLING = ("zero", "sample", "sample_per_episode")
 MAX_CAMERAS = 8
 _CAMERA_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 RECONSTRUCTION_LOSSES = ("l1", "mse")
+LOSS_REDUCTIONS = ("valid", "lerobot")
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ class ACTConfig:
     use_latent: bool = True
     latent_sampling: str = "zero"
     reconstruction_loss: str = "l1"
+    loss_reduction: str = "valid"  # "lerobot": mean over padded steps too (act_loss)
     seed: int = 0
     cameras: str = ""  # comma-separated camera names: observation.images.<name>
     image_channels: int = 3
@@ -114,6 +116,9 @@ class ACTConfig:
         if self.reconstruction_loss not in RECONSTRUCTION_LOSSES:
             raise ValueError(f"reconstruction_loss must be one of {RECONSTRUCTION_LOSSES}, "
                              f"got {self.reconstruction_loss!r}")
+        if self.loss_reduction not in LOSS_REDUCTIONS:
+            raise ValueError(f"loss_reduction must be one of {LOSS_REDUCTIONS}, "
+                             f"got {self.loss_reduction!r}")
         if not (math.isfinite(self.kl_weight) and self.kl_weight >= 0) or self.latent_dim < 1:
             raise ValueError(f"need a finite kl_weight >= 0 and latent_dim >= 1, got "
                              f"{self.kl_weight}, {self.latent_dim}")
@@ -143,21 +148,30 @@ def act_trunks(config: ACTConfig) -> dict[str, TransformerConfig]:
 
 
 def act_loss(pred: Tensor, target: Tensor, mu: Tensor, logvar: Tensor, kl_weight: float,
-             reconstruction: str = "l1", pad: Tensor | None = None
-             ) -> tuple[Tensor, dict[str, float]]:
+             reconstruction: str = "l1", pad: Tensor | None = None,
+             reduction: str = "valid") -> tuple[Tensor, dict[str, float]]:
     """ACT's loss: mean absolute error + kl_weight * (batch mean of the summed Gaussian KL).
 
     ``reconstruction="mse"`` replaces the L1 term by the mean squared error (not ACT).
     ``pad`` (B, k) bool, True at padded steps (``action_is_pad``): the reconstruction term is
-    the mean over the valid steps only."""
+    the mean over the valid steps only (``reduction="valid"``), or LeRobot's mean of
+    err * (1 - pad) over all B * k * A entries (``"lerobot"``, ``ACTPolicy.forward`` in
+    ``lerobot/policies/act/modeling_act.py``): smaller by the valid fraction, 0.6 x at 40 %
+    padding."""
     if pred.shape != target.shape:
         raise ValueError(f"pred and target must match, got {tuple(pred.shape)} and "
                          f"{tuple(target.shape)}")
     if reconstruction not in RECONSTRUCTION_LOSSES:
         raise ValueError(f"reconstruction must be one of {RECONSTRUCTION_LOSSES}, "
                          f"got {reconstruction!r}")
+    if reduction not in LOSS_REDUCTIONS:
+        raise ValueError(f"reduction must be one of {LOSS_REDUCTIONS}, got {reduction!r}")
     diff = pred - target
-    rec = masked_mean(diff.abs() if reconstruction == "l1" else diff.pow(2), pad)
+    err = diff.abs() if reconstruction == "l1" else diff.pow(2)
+    if reduction == "lerobot" and pad is not None:
+        rec = torch.where(pad[..., None], torch.zeros_like(err), err).mean()
+    else:
+        rec = masked_mean(err, pad)
     kl = (0.5 * (mu.pow(2) + logvar.exp() - 1.0 - logvar)).sum(-1).mean()
     loss = rec + kl_weight * kl
     return loss, {reconstruction: logged(rec), "kl": logged(kl), "loss": logged(loss)}
@@ -298,7 +312,7 @@ class ACTPolicy(ChunkPolicy):
             z, kl_weight = mu, 0.0
         images = self._image_tokens(batch, s.shape[0])
         return act_loss(self.decode(s, z, images), target, mu, logvar, kl_weight,
-                        self.config.reconstruction_loss, pad)
+                        self.config.reconstruction_loss, pad, self.config.loss_reduction)
 
     def predict_action_chunk(self, batch: dict[str, Tensor]) -> Tensor:
         s = self._state(batch)

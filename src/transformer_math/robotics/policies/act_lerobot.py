@@ -44,6 +44,7 @@ from torch import Tensor, nn
 from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.init import reset_children
 from transformer_math.nn.transformer import Transformer, TransformerBlock
+from transformer_math.robotics.policies.act import LOSS_REDUCTIONS, act_loss
 from transformer_math.robotics.policies.act_resnet import (
     FEATURE_CHANNELS,
     RESNET_STAGES,
@@ -54,14 +55,11 @@ from transformer_math.robotics.policies.base import (
     NORM_MAX,
     STD_MIN,
     ChunkPolicy,
-    logged,
-    masked_mean,
     register_policy,
     state_batch,
 )
 
 ENV_STATE_KEY = "observation.environment_state"
-LOSS_REDUCTIONS = ("valid", "lerobot")
 NORM_EPS = 1e-8  # LeRobot's NormalizerProcessorStep: (x - mean) / (std + eps)
 LAYER_NORM_EPS = 1e-5
 MAX_CAMERAS = 8
@@ -415,23 +413,15 @@ class LeRobotACTPolicy(ChunkPolicy):
         b = s.shape[0]
         env, images = self._env_state(batch, b), self._images(batch, b)
         target, pad = self._target(batch)
-        kl = None
         if self.config.use_vae:
             mu, logvar = self.encode(s, target, pad)
             z = mu + (logvar / 2).exp() * self._noise(mu)
-            kl = (-0.5 * (1 + logvar - mu.pow(2) - logvar.exp())).sum(-1).mean()
+            kl_weight = self.config.kl_weight
         else:
-            z = s.new_zeros(b, self.config.latent_dim)
-        err = (self.decode(s, z, env, images) - target).abs()
-        if self.config.loss_reduction == "lerobot" and pad is not None:
-            l1 = torch.where(pad[..., None], torch.zeros_like(err), err).mean()
-        else:
-            l1 = masked_mean(err, pad)
-        loss = l1 if kl is None else l1 + self.config.kl_weight * kl
-        info = {"l1": logged(l1), "loss": logged(loss)}
-        if kl is not None:
-            info["kl"] = logged(kl)
-        return loss, info
+            mu = logvar = z = s.new_zeros(b, self.config.latent_dim)
+            kl_weight = 0.0
+        return act_loss(self.decode(s, z, env, images), target, mu, logvar, kl_weight, "l1", pad,
+                        self.config.loss_reduction)
 
     def predict_action_chunk(self, batch: dict[str, Tensor]) -> Tensor:
         """(B, k, A) unnormalised actions, decoded with z = 0 (LeRobot's inference)."""
