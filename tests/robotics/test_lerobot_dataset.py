@@ -29,6 +29,7 @@ from transformer_math.robotics.datasets.train_from_folder import train_act_on_fo
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "lerobot_dataset"
 LEROBOT_V30 = FIXTURE / "v30"
+LEROBOT_VIDEO = FIXTURE / "v30_video"
 STATE, ACTION, IMAGE = "observation.state", "action", "observation.images.top"
 
 
@@ -255,9 +256,7 @@ def test_a_video_feature_without_a_decoder_is_a_clear_error(
         "dtype": "video", "shape": [8, 8, 3], "names": ["height", "width", "channels"]}
     info["video_path"] = "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
     (root / "meta/info.json").write_text(json.dumps(info))
-    real = importlib.util.find_spec
-    monkeypatch.setattr(lerobot_format.importlib.util, "find_spec",
-                        lambda name, *a: None if name in ("av", "torchcodec") else real(name, *a))
+    _without_video_decoders(monkeypatch)
     folder = open_lerobot_folder(root)  # state, action and the PNG camera still read
     assert folder.image_keys() == [IMAGE, "observation.images.wrist"]
     assert folder.decodable_image_keys() == [IMAGE]
@@ -265,6 +264,40 @@ def test_a_video_feature_without_a_decoder_is_a_clear_error(
     with pytest.raises(LeRobotFolderError,
                        match=r"'observation\.images\.wrist' is stored as video.*PyAV.*torch"):
         folder.batch([0], 2, cameras=["wrist"])
+
+
+def _without_video_decoders(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(lerobot_format.importlib.util, "find_spec",
+                        lambda name, *a: None if name in ("av", "torchcodec") else real(name, *a))
+
+
+def test_lerobots_video_folder_without_pyav(monkeypatch: pytest.MonkeyPatch) -> None:
+    _without_video_decoders(monkeypatch)
+    folder = open_lerobot_folder(LEROBOT_VIDEO)
+    assert folder.image_keys() == [IMAGE] and folder.decodable_image_keys() == []
+    batch = folder.batch(np.arange(len(folder)), 4)  # state, action, tasks: no camera asked
+    assert IMAGE not in batch
+    assert torch.equal(batch[ACTION], _all_frames(LEROBOT_V30)[ACTION])
+    with pytest.raises(LeRobotFolderError, match=r"stored as video.*PyAV \('pip install av'\)"):
+        folder.batch([0], 2, cameras=["top"])
+
+
+def test_lerobots_video_folder_decodes_with_pyav() -> None:
+    """Lossy AV1 frames: each decoded frame is nearest its own original (the 8x8 closed-form
+    frame upscaled 4x), in any row order and one row at a time."""
+    pytest.importorskip("av")
+    folder = open_lerobot_folder(LEROBOT_VIDEO)
+    rows = np.arange(len(folder))
+    images = folder.batch(rows[::-1], 2)[IMAGE].numpy()[::-1]
+    scale = MAKE.VIDEO_SIZE // 8
+    originals = np.concatenate([np.repeat(np.repeat(e[IMAGE], scale, 1), scale, 2)
+                                for e in _episodes()]).transpose(0, 3, 1, 2) / 255.0
+    gaps = np.abs(images[:, None] - originals[None]).mean(axis=(2, 3, 4))
+    assert (gaps.argmin(axis=1) == rows).all()
+    assert np.diag(gaps).max() < 0.05
+    for r in (7, 0, 10):
+        assert np.array_equal(folder.batch([r], 2)[IMAGE].numpy()[0], images[r])
 
 
 def test_the_writer_refuses_bad_episodes(tmp_path: Path) -> None:

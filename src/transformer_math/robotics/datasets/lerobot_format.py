@@ -25,9 +25,13 @@ an episode of length L, ``observation.state`` (B, S) at t, ``observation.images.
 t, ..., t + k - 1 and ``action_is_pad`` (B, k) True where t + j >= L (the action there repeats
 the episode's last one, as LeRobot's ``delta_timestamps`` clamps to the episode, and the
 project's losses leave padded steps out), and ``task`` (list of B strings). Images stored as
-``image`` are decoded with Pillow; a ``video`` feature needs a video decoder (PyAV or
-torchcodec): without one, asking for it is a :class:`LeRobotFolderError` that names the feature
-and the package. Decoding video frames is not implemented here yet (the error says so).
+``image`` are decoded with Pillow. A ``video`` feature is decoded with PyAV (``pip install
+av``) where it is installed: frame t of episode e is the decoded frame nearest the time
+``from_timestamp(e) + timestamp(t)`` in the episode's MP4 (v3.0: ``videos/<key>/chunk_index``,
+``file_index`` and ``from_timestamp`` of the episode row; v2.1: one MP4 per episode, from time
+0), and it must lie within half a frame period (1 / (2 fps)) of that time. Without PyAV,
+asking for a video camera is a :class:`LeRobotFolderError` that names the feature and the
+package (torchcodec, LeRobot's other decoder, is not used here).
 """
 
 from __future__ import annotations
@@ -65,7 +69,6 @@ FRAME_COLUMNS = ("timestamp", "frame_index", "episode_index", "index", "task_ind
 """The columns LeRobot adds to every frame (``DEFAULT_FEATURES``)."""
 NUMERIC_DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
                   "bool")
-VIDEO_DECODERS = ("av", "torchcodec")
 TASK_KEY = "task"
 MAX_CHUNK = 10_000
 
@@ -276,6 +279,7 @@ class LeRobotFolder:
         self._columns = {k: v[order] for k, v in self._columns.items()}
         self._encoded = {k: [v[i] for i in order] for k, v in encoded.items()}
         ep = self._columns["episode_index"]
+        self._episode_rows = {int(e["episode_index"]): e for e in episodes}
         self.episodes: list[Episode] = []
         for e in sorted(episodes, key=lambda e: int(e["episode_index"])):
             index, length = int(e["episode_index"]), int(e["length"])
@@ -311,8 +315,10 @@ class LeRobotFolder:
         return [k for k, v in self.features.items() if v["dtype"] in ("image", "video")]
 
     def decodable_image_keys(self) -> list[str]:
-        """The camera features this installation can decode (``image``: always)."""
-        return [k for k in self.image_keys() if self.features[k]["dtype"] == "image"]
+        """The camera features this installation can decode (``image``: always; ``video``:
+        where PyAV is installed)."""
+        video = importlib.util.find_spec("av") is not None
+        return [k for k in self.image_keys() if self.features[k]["dtype"] == "image" or video]
 
     def array(self, name: str) -> np.ndarray:
         """Every frame's ``name`` (rows in (episode, frame) order), e.g. ``observation.state``."""
@@ -344,15 +350,15 @@ class LeRobotFolder:
             raise LeRobotFolderError(f"{self.root}: no camera feature {key!r}; cameras: "
                                      f"{self.image_keys()}")
         if spec["dtype"] == "video":
-            have = [m for m in VIDEO_DECODERS if importlib.util.find_spec(m) is not None]
-            if not have:
+            if importlib.util.find_spec("av") is None:
+                other = (" (torchcodec is installed, but this reader decodes with PyAV)"
+                         if importlib.util.find_spec("torchcodec") is not None else
+                         "; neither PyAV nor torchcodec is installed")
                 raise LeRobotFolderError(
                     f"feature {key!r} is stored as video (MP4 under videos/); decoding it needs "
-                    "a video decoder and neither PyAV ('pip install av') nor torchcodec is "
-                    "installed; read state and action only with cameras=()")
-            raise LeRobotFolderError(
-                f"feature {key!r} is stored as video; {have[0]} is installed but this reader "
-                "does not decode video frames yet; read state and action only with cameras=()")
+                    f"PyAV ('pip install av'){other}; read state and action only with "
+                    "cameras=()")
+            return self._video_frames(key, rows)
         from PIL import Image
 
         frames = []
@@ -366,6 +372,44 @@ class LeRobotFolder:
             with Image.open(io.BytesIO(data)) as img:
                 frames.append(np.asarray(img.convert("RGB"), dtype=np.uint8))
         hwc = torch.from_numpy(np.stack(frames))
+        return hwc.permute(0, 3, 1, 2).to(torch.float32) / 255.0
+
+    def _video_source(self, key: str, row: int) -> tuple[Path, float]:
+        """(MP4 path, time in it) of frame ``row`` of camera ``key`` (module docstring)."""
+        episode = int(self._columns["episode_index"][row])
+        t = float(self._columns["timestamp"][row])
+        template = self.info.get("video_path")
+        if not isinstance(template, str):
+            raise LeRobotFolderError(f"{self.root / INFO_PATH}: video feature {key!r} but no "
+                                     "video_path template")
+        meta = self._episode_rows[episode]
+        if self.version == "v3.0":
+            prefix = f"videos/{key}/"
+            try:
+                chunk, file = int(meta[prefix + "chunk_index"]), int(meta[prefix + "file_index"])
+                start = float(meta[prefix + "from_timestamp"])
+            except KeyError as exc:
+                raise LeRobotFolderError(f"{self.root}: episode {episode} has no {exc.args[0]!r} "
+                                         "in its episode row") from None
+            path = template.format(video_key=key, chunk_index=chunk, file_index=file)
+            return self.root / path, start + t
+        chunks = int(self.info.get("chunks_size", 1000))
+        path = template.format(episode_chunk=episode // chunks, video_key=key,
+                               episode_index=episode)
+        return self.root / path, t
+
+    def _video_frames(self, key: str, rows: np.ndarray) -> Tensor:
+        """The frames of camera ``key`` at ``rows``, decoded with PyAV, (B, C, H, W) in [0, 1]."""
+        wanted: dict[Path, list[tuple[float, int]]] = {}
+        for i, r in enumerate(rows):
+            path, t = self._video_source(key, int(r))
+            wanted.setdefault(path, []).append((t, i))
+        out: list[np.ndarray | None] = [None] * len(rows)
+        tolerance = 0.5 / float(self.fps)
+        for path, requests in wanted.items():
+            for i, frame in _decode_at(path, requests, tolerance):
+                out[i] = frame
+        hwc = torch.from_numpy(np.stack([f for f in out if f is not None]))
         return hwc.permute(0, 3, 1, 2).to(torch.float32) / 255.0
 
     def batch(self, rows: Sequence[int] | np.ndarray | Tensor, chunk_size: int, *,
@@ -423,6 +467,45 @@ class LeRobotFolder:
                  else torch.randperm(self.num_frames, generator=generator))
         for start in range(0, self.num_frames, batch_size):
             yield self.batch(order[start:start + batch_size], chunk_size, cameras=cameras)
+
+
+def _decode_at(path: Path, requests: Sequence[tuple[float, int]], tolerance: float
+               ) -> Iterator[tuple[int, np.ndarray]]:
+    """For each (time, slot) of ``requests``: (slot, the RGB frame (H, W, 3) uint8 of the MP4
+    ``path`` whose presentation time is nearest ``time``), which must be within ``tolerance``
+    seconds. One pass per file: seek to the key frame before the earliest time, decode forward
+    to the latest."""
+    import av
+
+    if not path.is_file():
+        raise LeRobotFolderError(f"a video file the dataset names is missing: {path}")
+    times = sorted(requests)
+    best: dict[int, tuple[float, np.ndarray]] = {}
+    try:
+        with av.open(str(path)) as container:
+            stream = container.streams.video[0]
+            base = float(stream.time_base)
+            container.seek(max(0, int(times[0][0] / base) - 1), stream=stream, backward=True,
+                           any_frame=False)
+            for frame in container.decode(stream):
+                if frame.pts is None:
+                    continue
+                at = frame.pts * base
+                rgb = None
+                for t, slot in times:
+                    gap = abs(at - t)
+                    if gap <= tolerance and (slot not in best or gap < best[slot][0]):
+                        rgb = frame.to_ndarray(format="rgb24") if rgb is None else rgb
+                        best[slot] = (gap, rgb)
+                if at > times[-1][0] + tolerance:
+                    break
+    except av.error.FFmpegError as exc:  # type: ignore[attr-defined]
+        raise LeRobotFolderError(f"{path}: cannot decode the video: {exc}") from None
+    for t, slot in times:
+        if slot not in best:
+            raise LeRobotFolderError(f"{path}: no frame within {tolerance:.4g} s of time "
+                                     f"{t:.4g} s")
+        yield slot, best[slot][1]
 
 
 def open_lerobot_folder(root: str | Path) -> LeRobotFolder:
