@@ -7,19 +7,24 @@ section by their first seed line there, so that the report can be read next to t
 section lists its claims with:
 
 - the statement (in the page's language), source, seed lines, tier, expected verdict, version;
-- the pass conditions as a table of named quantities (``quantity | predicted / threshold |
-  measured | slack | holds``) from the evidence's ``margins``, and for a refuted claim the
-  seed's own version computed on the same measurement (``seed_margins``);
+- the pass conditions as a table of named quantities (``quantity | predicted | measured |
+  condition tested | slack | holds``) from the evidence's ``margins``: the quantity's own
+  predicted and measured values, and the inequality tested with the number it compares (a
+  deviation ``|measured - predicted|`` is named as one, never shown as the quantity); for a
+  refuted claim the seed's own version computed on the same measurement (``seed_margins``);
 - the predicted and measured values by name (their keys, not bare vectors), the per-seed values
   and the ``details`` (collapsed);
 - the falsifier: a caught one is good news and is shown as such ("falsifier caught: planted bug
-  X made the check fail", in green); only an uncaught one is red;
+  X made the check fail", in green) with the pass conditions that failed under the bug
+  (``falsifier.failed_conditions``); only an uncaught one is red;
 - the seed statements the claim refutes (seed line, what it says, what is correct) and the cited
   corrections (a seed statement a primary source contradicts, marked "cited correction");
 - notes and figures.
 
-Above the sections: a summary (counts per verdict, and per section: statements checked, seed
-statements refuted, cited corrections), a table of contents with the verdict counts of each
+Above the sections: the claims the run left out (``summary.left_out``, e.g. the quick tier's
+training claims), a summary (counts per verdict, a legend of the verdicts, kinds, "falsifier"
+and the two meanings of "seed", and per section: statements checked, seed statements refuted,
+cited corrections), a table of contents with the verdict counts of each
 section, and filters (verdict, topic, free-text search). The filters are a small inline script
 with no network access; without JavaScript they stay hidden and the whole page is shown. Every
 section ends with a back-to-top link.
