@@ -364,3 +364,29 @@ def test_the_documented_example_runs(monkeypatch: pytest.MonkeyPatch,
     exec(compile(block, "docs/lerobot_datasets.md", "exec"), {})
     out = capsys.readouterr().out
     assert "Episode(index=0, length=20" in out and "loss " in out
+
+
+def test_recorded_vla_push_keeps_pixels_and_instructions_and_trains_with_a_camera(
+        tmp_path: Path) -> None:
+    """LeRobot's gym keys: ``agent_pos`` -> observation.state, ``pixels`` -> a PNG camera
+    (lossless), ``info["task"]`` -> the episode's task."""
+    import gymnasium as gym
+
+    import transformer_math.robotics.envs  # noqa: F401  (registers the environments)
+    from transformer_math.robotics.datasets.lerobot_writer import SCRIPTED_EXPERTS
+
+    env = gym.make("TransformerMath/VLAPush-v0")
+    root = record_demonstrations(tmp_path / "vla", env, SCRIPTED_EXPERTS["vla-push"],
+                                 episodes=2, seed=3, fps=10)
+    folder = open_lerobot_folder(root)
+    obs, info = env.reset(seed=3)
+    first = folder.batch([0], 2)
+    assert torch.equal(first[IMAGE][0], torch.from_numpy(obs["pixels"]).permute(2, 0, 1) / 255.0)
+    assert torch.equal(first[STATE][0], torch.from_numpy(obs["agent_pos"]))
+    assert folder.episodes[0].tasks == (info["task"],) and first["task"] == [info["task"]]
+    small = {"chunk_size": 4, "dim": 16, "num_heads": 2, "encoder_layers": 1,
+             "decoder_layers": 1, "latent_dim": 4}
+    policy, losses = train_act_on_folder(root, steps=6, seed=0, batch_size=8, cameras=True,
+                                         **small)
+    assert policy.config.cameras == "top" and policy.config.image_height == 32
+    assert all(math.isfinite(x) for x in losses)

@@ -296,48 +296,119 @@ def _tasks_table(task_index: Mapping[str, int]) -> Any:
                     schema=schema)
 
 
-Expert = Callable[[Any, np.random.Generator], Callable[[np.ndarray], np.ndarray]]
+Expert = Callable[[Any, np.random.Generator], Callable[[Any], np.ndarray]]
 """``expert(env, rng) -> act``: a per-episode scripted expert; ``act(observation) -> action``."""
+GYM_KEYS = {"agent_pos": "observation.state", "environment_state": "observation.environment_state"}
+"""LeRobot's gym conventions (gym-pusht, gym-aloha): a dict observation's entries and the
+dataset features they become; ``pixels`` (one camera, or a dict camera -> image) becomes
+``observation.images.<camera>``."""
+
+
+def _frame_features(env: Any, camera: str) -> tuple[dict[str, dict[str, Any]],
+                                                    Callable[[Any], dict[str, np.ndarray]]]:
+    """The dataset features of ``env``'s observations and a function observation -> frame."""
+    from gymnasium import spaces
+
+    space = env.observation_space
+    if isinstance(space, spaces.Box):
+        return ({"observation.state": {"dtype": "float32", "shape": list(space.shape),
+                                       "names": None}},
+                lambda obs: {"observation.state": np.asarray(obs, dtype=np.float32)})
+    if not isinstance(space, spaces.Dict):
+        raise ValueError(f"record_demonstrations: observation space must be a Box or a Dict "
+                         f"(LeRobot's gym keys), got {type(space).__name__}")
+    features: dict[str, dict[str, Any]] = {}
+    for key, sub in space.spaces.items():
+        if key in GYM_KEYS:
+            features[GYM_KEYS[key]] = {"dtype": "float32", "shape": list(sub.shape),
+                                       "names": None}
+        elif key == "pixels":
+            cams = sub.spaces if isinstance(sub, spaces.Dict) else {camera: sub}
+            for name, cam in cams.items():
+                features[f"observation.images.{name}"] = {
+                    "dtype": "image", "shape": list(cam.shape),
+                    "names": ["height", "width", "channels"]}
+        else:
+            raise ValueError(f"record_demonstrations: observation key {key!r} is not one of "
+                             f"LeRobot's gym keys {[*GYM_KEYS, 'pixels']}")
+
+    def frame(obs: Any) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for key, value in obs.items():
+            if key in GYM_KEYS:
+                out[GYM_KEYS[key]] = np.asarray(value, dtype=np.float32)
+            elif isinstance(value, Mapping):
+                out |= {f"observation.images.{n}": np.asarray(v) for n, v in value.items()}
+            else:
+                out[f"observation.images.{camera}"] = np.asarray(value)
+        return out
+
+    return features, frame
 
 
 def record_demonstrations(root: str | Path, env: Any, expert: Expert, *, episodes: int,
-                          seed: int, task: str, fps: int, max_steps: int | None = None,
-                          robot_type: str | None = None) -> Path:
+                          seed: int, fps: int, task: str | None = None,
+                          max_steps: int | None = None, robot_type: str | None = None,
+                          camera: str = "top") -> Path:
     """Run ``expert`` for ``episodes`` episodes of the gymnasium ``env`` (reset with seeds
-    ``seed + i``, the expert's generator seeded ``seed + 10_000 + i``) and write the frames
-    (``observation.state`` = the observation before the step, ``action`` = the expert's action)
-    as a v3.0 LeRobot folder at ``root``. An episode ends when the environment terminates or
-    truncates it, or after ``max_steps``."""
+    ``seed + i``, the expert's generator seeded ``seed + 10_000 + i``) and write the frames as
+    a v3.0 LeRobot folder at ``root``: the observation before each step (a Box observation as
+    ``observation.state``; a dict in LeRobot's gym keys: ``agent_pos`` as
+    ``observation.state``, ``pixels`` as ``observation.images.<camera>``) and the expert's
+    ``action``. The episode's task is ``info["task"]`` from the reset where the environment
+    gives one (VLAPush, gym-aloha), else ``task``. An episode ends when the environment
+    terminates or truncates it, or after ``max_steps``."""
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
-    space_obs, space_act = env.observation_space, env.action_space
-    features = {"observation.state": {"dtype": "float32", "shape": list(space_obs.shape),
-                                      "names": None},
-                "action": {"dtype": "float32", "shape": list(space_act.shape), "names": None}}
+    features, frame = _frame_features(env, camera)
+    features["action"] = {"dtype": "float32", "shape": list(env.action_space.shape),
+                          "names": None}
     writer = LeRobotWriter(root, fps=fps, features=features, robot_type=robot_type)
     for i in range(episodes):
-        obs, _ = env.reset(seed=seed + i)
+        obs, info = env.reset(seed=seed + i)
+        episode_task = info.get("task") or task
+        if not episode_task:
+            raise ValueError("record_demonstrations: the environment gives no info['task']; "
+                             "pass task=")
         act = expert(env, np.random.default_rng(seed + 10_000 + i))
-        states, actions = [], []
+        frames: dict[str, list[np.ndarray]] = {k: [] for k in features}
         done, steps = False, 0
         while not done and (max_steps is None or steps < max_steps):
             action = np.asarray(act(obs), dtype=np.float32)
-            states.append(np.asarray(obs, dtype=np.float32))
-            actions.append(action)
+            for key, value in frame(obs).items():
+                frames[key].append(value)
+            frames["action"].append(action)
             obs, _, terminated, truncated, _ = env.step(action)
             done, steps = bool(terminated or truncated), steps + 1
-        writer.add_episode({"observation.state": np.stack(states),
-                            "action": np.stack(actions)}, task)
+        writer.add_episode({k: np.stack(v) for k, v in frames.items()}, episode_task)
     return writer.finalize()
 
 
-def point_mass_expert(env: Any, rng: np.random.Generator) -> Callable[[np.ndarray], np.ndarray]:
+def point_mass_expert(env: Any, rng: np.random.Generator) -> Callable[[Any], np.ndarray]:
     """The point-mass environment's PD tracker with Ornstein-Uhlenbeck noise
     (``PointMassTrackingEnv.expert``), as an :data:`Expert`."""
     expert = env.unwrapped.expert(rng)
 
-    def act(obs: np.ndarray) -> np.ndarray:
+    def act(obs: Any) -> np.ndarray:
         params, p, v, t = env.unwrapped.state
         return expert.act(params, t, p, v)[0].astype(np.float32)
 
     return act
+
+
+def bimodal_expert(env: Any, rng: np.random.Generator) -> Callable[[Any], np.ndarray]:
+    """The bimodal-obstacle environment's expert (one side of the obstacle per episode)."""
+    from transformer_math.robotics.envs.bimodal import BimodalExpert
+
+    expert, cfg = BimodalExpert(rng, 1), env.unwrapped.cfg
+    return lambda obs: expert.act(cfg, np.asarray(obs, dtype=np.float64)[None])[0]
+
+
+def vla_push_expert(env: Any, rng: np.random.Generator) -> Callable[[Any], np.ndarray]:
+    """VLAPush's scripted expert (reach the source, carry it to the target, open)."""
+    return lambda obs: env.unwrapped.expert_action()
+
+
+SCRIPTED_EXPERTS: dict[str, Expert] = {"point-mass": point_mass_expert,
+                                       "bimodal": bimodal_expert, "vla-push": vla_push_expert}
+"""The project's scripted experts by ``tmath rollout`` environment name."""
