@@ -15,6 +15,12 @@ Examples::
     tmath doctor ./gpt2 --engine transformers --json - > diagnosis.json
     tmath doctor ./ckpt --static                  # config and headers only, nothing allocated
     tmath doctor ./ckpt --check 'rope.*' --check attention.saturation --report doctor-report
+    tmath doctor ./llama-8b --budget 10m          # sampled layers, short probes, by value
+
+``--budget`` (default 2m, ``none``: every check in full) plans the run to fit
+(``doctor/budget.py``): static checks first, dynamic probes by value, on sampled layers and
+short probe sequences when the full run would not fit; the output says which checks the budget
+skipped and every sampled finding says what it sampled.
 """
 
 from __future__ import annotations
@@ -144,8 +150,42 @@ def print_diagnosis(diagnosis: Diagnosis, out: Console, *, verbose_skips: bool =
         out.print("skipped: " + "; ".join(f"{name} ({why})"
                                           for name, why in diagnosis.skipped.items()),
                   style="dim", highlight=False, markup=False)
+    line = budget_line(diagnosis)
+    if line is not None:
+        out.print(line, style="yellow" if diagnosis.budget and diagnosis.budget.get("skipped")
+                  else "dim", highlight=False, markup=False)
     out.print(summary_line(diagnosis), highlight=False, markup=False,
               style="bold red" if diagnosis.flagged else "bold green")
+
+
+def _budget_seconds(text: str) -> float | None:
+    """``--budget`` in seconds (None for ``none``); bad input exits 2 with one line."""
+    if text.strip().lower() == "none":
+        return None
+    from transformer_math.doctor.budget import parse_budget
+
+    try:
+        return parse_budget(text, "--budget")
+    except ValueError as exc:
+        fail(str(exc))
+
+
+def budget_line(diagnosis: Diagnosis) -> str | None:
+    """What a budgeted run did: the budget, the time spent, the sampling and the skipped
+    checks (None for an unbudgeted run)."""
+    plan = diagnosis.budget
+    if plan is None:
+        return None
+    parts = [f"budget {plan['seconds']:.4g} s, spent {plan['spent']:.3g} s"]
+    if plan.get("full_forward_s"):
+        parts.append(f"one probe forward {plan['full_forward_s']:.3g} s")
+    sampled = plan.get("sampled")
+    if sampled:
+        parts.append(f"sampled layers {', '.join(map(str, sampled['layers']))} of "
+                     f"{sampled['of']}, probe length {sampled['probe_len']}")
+    skipped = plan.get("skipped") or []
+    parts.append("skipped by the budget: " + (", ".join(skipped) if skipped else "none"))
+    return "; ".join(parts)
 
 
 def _checkpoint_dir(path: Path) -> Path:
@@ -193,6 +233,11 @@ def doctor(
     report_dir: Annotated[Path | None, typer.Option(
         "--report", help="Write an HTML report with figures into this folder.")
     ] = None,
+    budget: Annotated[str, typer.Option(
+        "--budget", metavar="DURATION",
+        help="Time budget: 90s, 5m, 1h ('none': every check in full). Static checks first, "
+             "then dynamic probes by value, on sampled layers when the full run would not fit.")
+    ] = "2m",
 ) -> None:
     """Diagnose a checkpoint: the seed's troubleshooting manual and known engine bugs as checks.
 
@@ -206,6 +251,7 @@ def doctor(
     number("--train-tokens", train_tokens, low=0, low_open=True)
     integer("--seed", seed, low=0, high=MAX_DOCTOR_SEED)
     integer("--probe-len", probe_len, low=2, high=MAX_PROBE_LEN)
+    seconds = _budget_seconds(budget)
     to_stdout = json_file is not None and str(json_file) == "-"
     if not to_stdout:
         output_file("--json", json_file, make_parents=True)
@@ -241,7 +287,7 @@ def doctor(
                                         else 160)
     with internal_work():  # checks run on validated input: an escaping ValueError is ours
         diagnosis = run_checks(subject, chosen, target=str(path),
-                               progress=_progress(True))
+                               progress=_progress(True), budget=seconds)
     _clear_progress()
     print_diagnosis(diagnosis, out)
     if json_file is not None:

@@ -151,9 +151,20 @@ def select_checks(patterns: Iterable[str] | None = None, *, static_only: bool = 
 
 
 def run_checks(subject: Subject, checks: list[Check], *, target: str,
-               progress: Callable[[str], None] | None = None) -> Diagnosis:
+               progress: Callable[[str], None] | None = None,
+               budget: float | None = None) -> Diagnosis:
     """Run ``checks`` on ``subject``; a check that raises NotApplicable is recorded as skipped,
-    one that raises anything else becomes an error finding (the probe made the model fail)."""
+    one that raises anything else becomes an error finding (the probe made the model fail).
+
+    ``budget`` (seconds): plan the run to fit (``doctor/budget.py``: static checks first,
+    dynamic ones by value, sampled layers and short probes when the full run would not fit,
+    checks that do not fit skipped with the reason); ``Diagnosis.budget`` says what it did."""
+    from transformer_math.doctor import budget as budgets
+
+    plan = None if budget is None else budgets.Plan(budgets.parse_budget(budget, "budget"))
+    if plan is not None:
+        checks = budgets.order_checks(checks)
+    started = time.perf_counter()
     diagnosis = Diagnosis(target, subject.engine.name if subject.engine is not None else "static",
                           options={k: getattr(subject.options, k) for k in (
                               "context", "train_tokens", "set_model", "seed", "probe_len",
@@ -166,7 +177,21 @@ def run_checks(subject: Subject, checks: list[Check], *, target: str,
             fix="correct the config or weights named in the message",
             source="issue 15 (checkpoints trust nothing)"))
     subject.scratch.setdefault("figures", {})
+    dynamic = [c for c in checks if c.kind == DYNAMIC]
     for check in checks:
+        if plan is not None and check.kind == DYNAMIC and subject.engine is not None:
+            if plan.forward_s is None:
+                _plan(subject, plan, dynamic, started)
+            left = plan.seconds - (time.perf_counter() - started)
+            need = plan.estimate(check)
+            if need > left:
+                diagnosis.skipped[check.name] = (
+                    f"budget: needs ~{need:.3g} s ({need / plan.forward_s:.3g} forward passes "
+                    f"of {plan.forward_s:.3g} s), {max(left, 0.0):.3g} s left of "
+                    f"{plan.seconds:.3g} s")
+                diagnosis.seconds[check.name] = 0.0
+                plan.skipped.append(check.name)
+                continue
         if progress is not None:
             progress(check.name)
         start = time.perf_counter()
@@ -174,6 +199,8 @@ def run_checks(subject: Subject, checks: list[Check], *, target: str,
             if check.kind == DYNAMIC:
                 subject.need_engine()
             found = check.run(subject)
+            if plan is not None and check.kind == DYNAMIC:
+                found = [budgets.relabel(f, plan) for f in found]
         except NotApplicable as why:
             diagnosis.skipped[check.name] = str(why)
         except Exception as exc:  # a failing probe is itself a finding
@@ -187,19 +214,59 @@ def run_checks(subject: Subject, checks: list[Check], *, target: str,
             diagnosis.findings.extend(found)
         diagnosis.seconds[check.name] = time.perf_counter() - start
     diagnosis.figures = dict(subject.scratch["figures"])
+    if plan is not None:
+        plan.spent = time.perf_counter() - started
+        diagnosis.budget = plan.to_json()
     return diagnosis
+
+
+def _plan(subject: Subject, plan: Any, dynamic: list[Check], started: float) -> None:
+    """Time one forward pass of the probe batch; when the dynamic checks would not fit in
+    ``budget.PLAN_SHARE`` of what is left, shorten the probes and (project engine) sample the
+    layers, then time the sampled model (``doctor/budget.py``)."""
+    import dataclasses
+
+    from transformer_math.doctor import budget as budgets
+    from transformer_math.doctor.engines import ProjectEngine
+
+    engine = subject.need_engine()
+    if engine.vocab_size is None:
+        plan.forward_s = plan.full_forward_s = 0.0  # vector models are small: no plan
+        return
+    plan.forward_s = plan.full_forward_s = budgets.time_forward(
+        engine, subject.random_ids("budget.forward"))
+    units = sum(budgets.COST_UNITS.get(c.name, budgets.DEFAULT_UNITS) for c in dynamic)
+    left = plan.seconds - (time.perf_counter() - started)
+    if units * plan.forward_s <= budgets.PLAN_SHARE * left:
+        return
+    if subject.options.probe_len is None and subject.probe_len > budgets.SHORT_PROBE:
+        subject.options = dataclasses.replace(subject.options, probe_len=budgets.SHORT_PROBE)
+    plan.probe_len = subject.probe_len
+    plan.num_layers = engine.num_layers
+    if isinstance(engine, ProjectEngine) and engine.num_layers > budgets.SAMPLED_LAYERS:
+        plan.layers = budgets.sample_layers(engine.num_layers)
+        subject.engine = ProjectEngine(budgets.sampled_model(engine.model, plan.layers))
+    else:
+        plan.layers = tuple(range(engine.num_layers))
+    plan.forward_s = budgets.time_forward(subject.engine, subject.random_ids("budget.forward"))
 
 
 def examine(target: Any, *, context: int | None = None, train_tokens: float | None = None,
             set_model: bool = False, engine: str = "project", checks: Iterable[str] | None = None,
             static_only: bool = False, seed: int = 0, probe_len: int | None = None,
-            batch: int = 2, progress: Callable[[str], None] | None = None) -> Diagnosis:
+            batch: int = 2, progress: Callable[[str], None] | None = None,
+            budget: float | str | None = None) -> Diagnosis:
     """Run the doctor on ``target`` (checkpoint directory, project Transformer, or transformers
     model) and return the :class:`Diagnosis`. Arguments as ``tmath doctor``'s options;
-    ``checks`` are glob patterns on check names (``["rope.*", "attention.saturation"]``)."""
+    ``checks`` are glob patterns on check names (``["rope.*", "attention.saturation"]``);
+    ``budget``: seconds (or ``"5m"``) to plan the run for (``doctor/budget.py``), None: run
+    every check in full."""
+    from transformer_math.doctor.budget import parse_budget
+
+    seconds = None if budget is None else parse_budget(budget, "budget")  # before any work
     options = Options(context=context, train_tokens=train_tokens, set_model=set_model,
                       seed=seed, probe_len=probe_len, batch=batch)
     chosen = select_checks(checks, static_only=static_only)
     subject = subject_for(target, options, engine=engine, static_only=static_only)
     name = str(target) if isinstance(target, str | Path) else type(target).__name__
-    return run_checks(subject, chosen, target=name, progress=progress)
+    return run_checks(subject, chosen, target=name, progress=progress, budget=seconds)

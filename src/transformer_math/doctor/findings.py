@@ -98,6 +98,7 @@ class Diagnosis:
     seconds: dict[str, float] = field(default_factory=dict)  # check -> wall seconds
     figures: dict[str, Any] = field(default_factory=dict)  # figure name -> plot data
     options: dict[str, Any] = field(default_factory=dict)
+    budget: dict[str, Any] | None = None  # a budgeted run's plan (doctor/budget.py Plan)
 
     @property
     def flagged(self) -> list[Finding]:
@@ -123,6 +124,7 @@ class Diagnosis:
             "skipped": dict(self.skipped),
             "seconds": {k: round(v, 4) for k, v in self.seconds.items()},
             "figures": _jsonable(self.figures),
+            "budget": _jsonable(self.budget),
         }
 
 
