@@ -390,3 +390,22 @@ def test_recorded_vla_push_keeps_pixels_and_instructions_and_trains_with_a_camer
                                          **small)
     assert policy.config.cameras == "top" and policy.config.image_height == 32
     assert all(math.isfinite(x) for x in losses)
+
+
+def test_episodes_spread_over_several_data_files_read_back(tmp_path: Path) -> None:
+    features = {STATE: {"dtype": "float32", "shape": [2]}, ACTION: {"dtype": "float32",
+                                                                   "shape": [1]}}
+    writer = LeRobotWriter(tmp_path / "many", fps=5, features=features,
+                           data_file_mb=40 / (1024 * 1024))  # 40 bytes: a file per episode
+    rng = np.random.default_rng(0)
+    episodes = [{STATE: rng.normal(size=(n, 2)), ACTION: rng.normal(size=(n, 1))}
+                for n in (4, 3, 5)]
+    for e in episodes:
+        writer.add_episode(e, "t")
+    root = writer.finalize()
+    assert sorted(p.name for p in (root / "data/chunk-000").iterdir()) == [
+        "file-000.parquet", "file-001.parquet", "file-002.parquet"]
+    folder = open_lerobot_folder(root)
+    expected = np.concatenate([e[STATE] for e in episodes]).astype(np.float32)
+    assert np.array_equal(folder.array(STATE), expected)
+    assert [(e.length, e.start) for e in folder.episodes] == [(4, 0), (3, 4), (5, 7)]
