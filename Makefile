@@ -14,7 +14,7 @@ SEEDS  ?= 3
 # tasks at a time: 2 runs them on a local Ray with two workers (one per core); 1 runs inline
 WORKERS ?= 2
 
-.PHONY: verify test lint bench setup clean
+.PHONY: verify test lint bench setup clean i18n
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/tmath bench
+
+# extract the msg(...) ids from src/, update the .po catalogs, compile the committed .mo files
+i18n: $(STAMP)
+	$(BIN)/python tools/i18n_catalog.py
 
 clean:
 	rm -rf $(VENV) $(REPORT) .pytest_cache .ruff_cache

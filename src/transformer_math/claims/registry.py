@@ -38,6 +38,7 @@ import torch
 
 from transformer_math import bugs, chapters
 from transformer_math.claims import counts
+from transformer_math.i18n.message import with_messages
 from transformer_math.registry import Registry
 
 T = TypeVar("T")
@@ -764,7 +765,9 @@ class ClaimResult:
                 "failed_conditions": [m.to_json() for m in self.falsifier_evidence.margins
                                       if not m.holds] if self.falsifier_evidence else [],
             }
-        return {
+        # "messages": the id and arguments of every i18n message among the notes and figure
+        # texts, so a report rendered later from the JSON translates them (i18n.revive)
+        return with_messages({
             **claim_json(c),
             "verdict": e.verdict.value,
             "expected_met": self.expected_met,
@@ -783,7 +786,7 @@ class ClaimResult:
             "per_seed": e.per_seed,
             "reached_bugs": sorted(self.reached),
             "error": self.error,
-        }
+        })
 
 
 def claim_json(c: Claim) -> dict[str, Any]:

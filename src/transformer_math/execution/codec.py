@@ -9,6 +9,8 @@ anything, and run anything when read; this codec carries only data and reads bac
   ``{"$fraction": [n, d]}``; a ``float`` as itself, or
   ``{"$float": "nan" | "inf" | "-inf"}`` (the log stays strict JSON). Python writes a float
   as the shortest text that reads back to the same double, so numbers round-trip exactly;
+- a :class:`~transformer_math.i18n.message.Message` (a note made from a catalog id) as
+  ``{"$message": msgid, "args": {"$dict": ...}}``, so it can still be translated where it lands;
 - ``list`` as a list; ``tuple`` ``{"$tuple": [...]}``; ``dict`` ``{"$dict": [[key, value],
   ...]}`` (any encodable key, order kept); ``set``/``frozenset`` ``{"$set": [...]}``;
 - a dataclass or enum defined in ``transformer_math`` as ``{"$dataclass": "module:Name",
@@ -33,6 +35,8 @@ import fractions
 import importlib
 import math
 from typing import Any
+
+from transformer_math.i18n.message import Message
 
 PACKAGE = "transformer_math"
 
@@ -67,8 +71,10 @@ def _encode(v: Any, where: str, depth: int) -> Any:
         return {"$enum": _own(type(v), where), "value": _encode(v.value, where, depth + 1)}
     if v is None or isinstance(v, bool):
         return v
+    if isinstance(v, Message):  # before str: a note's catalog id and arguments travel with it
+        return {"$message": v.msgid, "args": _encode(v.args, f"{where}.args", depth + 1)}
     if isinstance(v, str):
-        return str(v)
+        return str.__str__(v)
     if isinstance(v, int):
         return int(v)
     if isinstance(v, fractions.Fraction):
@@ -208,6 +214,14 @@ def _decode(d: Any, where: str, depth: int) -> Any:
         for k in names - set(fields):  # a field added since the log was written
             object.__setattr__(obj, k, defaults[k]())
         return obj
+    if tag == "$message" and isinstance(d.get("$message"), str):
+        args = _decode(d.get("args"), f"{where}.args", depth + 1)
+        if not (isinstance(args, dict) and all(isinstance(k, str) for k in args)):
+            raise CodecError(f"{where}: a $message's args are a dict by name")
+        try:
+            return Message(d["$message"], **args)
+        except (TypeError, ValueError) as exc:
+            raise CodecError(f"{where}: {exc}") from None
     if tag in ("$tensor", "$ndarray"):
         return _decode_array(d, tag, where)
     if tag == "$npscalar" and d.get("$npscalar") in TENSOR_DTYPES:

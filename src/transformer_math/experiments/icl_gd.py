@@ -31,6 +31,7 @@ from torch import Tensor
 
 from transformer_math.data.regression import sample_regression
 from transformer_math.experiments.memo import memoized
+from transformer_math.i18n.message import msg
 from transformer_math.nn.init import seeded
 from transformer_math.nn.linear_self_attention import LinearSelfAttention, regression_tokens
 from transformer_math.theory.icl_baselines import gd_predict, line_search_gd_eta
@@ -252,7 +253,8 @@ def run(config: ICLGDConfig, progress: Callable[[float], None] | None = None) ->
         relative[f] = float(((pred - gd) ** 2).mean().sqrt() / (gd**2).mean().sqrt())
     gd_scale = float((gd_predict(x_ev, y_ev, xq_ev, eta_gd) ** 2).mean().sqrt())
     val_losses = trained.validation_losses
-    notes = [f"validation loss of each restart {[round(v, 4) for v in val_losses]} (best kept)"] \
+    notes = [msg("validation loss of each restart {value} (best kept)",
+                 value=[round(v, 4) for v in val_losses])] \
         if val_losses else []
     return ICLGDResult(
         config,

@@ -46,6 +46,7 @@ from torch import Tensor
 
 from transformer_math.experiments.memo import memoized
 from transformer_math.functional.rope_scaling import compute_rope_frequencies, default_inv_freq
+from transformer_math.i18n.message import msg
 from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.position import RotaryEmbedding
 from transformer_math.nn.transformer import Transformer, build_transformer
@@ -428,8 +429,8 @@ def run(config: RopeExtrapolationConfig,
     if progress is not None:
         progress(1.0)
     notes = [
-        "dynamic NTK is evaluated in one full forward pass at the evaluation length, so every "
-        "position uses the base for that length (factor 1: b' = b (L/L0)^(d/(d-2)))",
+        msg("dynamic NTK is evaluated in one full forward pass at the evaluation length, so every "
+            "position uses the base for that length (factor 1: b' = b (L/L0)^(d/(d-2)))"),
         "no fine-tuning after scaling (PI is known to need fine-tuning)",
     ]
     return RopeExtrapolationResult(config, curves, train_loss, seconds,

@@ -9,10 +9,16 @@ figure labels, the report's headings) is written in English and translated here:
 - :func:`ui` gives an interface string (headings, column names, buttons) by key
   (:data:`~transformer_math.i18n.ui.UI`);
 - :func:`text` translates free text a check produced (notes, figure titles, axis and series
-  labels): an exact entry of :data:`~transformer_math.i18n.zh_text.ZH_TEXT` first, then the
-  first matching pattern of :data:`~transformer_math.i18n.zh_text.ZH_PATTERNS` (a regular
-  expression whose groups are put into a template, so numbers survive), else the text unchanged;
-  :func:`translated` says whether a translation exists, so tests can measure coverage.
+  labels). A :class:`~transformer_math.i18n.message.Message` (made where the text is formatted,
+  ``msg("variance {var:.3g} at d_k = {d_k}", var=..., d_k=...)``) is rendered from the message
+  catalog (:mod:`~transformer_math.i18n.catalog`, gettext ``.po``/``.mo`` files) with its own
+  arguments. A plain string is looked up as an argument-free msgid of the catalog, then as an
+  exact entry of :data:`~transformer_math.i18n.zh_text.ZH_TEXT`, then by the first matching
+  pattern of :data:`~transformer_math.i18n.zh_text.ZH_PATTERNS` (the regular expressions left
+  from before the catalogs, being migrated to messages), else it is returned unchanged;
+  :func:`translated` says whether a translation exists, so tests can measure coverage. A claim
+  entry read back from JSON gets its messages back with
+  :func:`~transformer_math.i18n.message.revive`.
 
 Pure data and string functions; no project imports besides the catalogs (any layer may import).
 """
@@ -23,11 +29,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from transformer_math.i18n import catalog
+from transformer_math.i18n.message import Message, msg, revive, with_messages
 from transformer_math.i18n.ui import UI
 from transformer_math.i18n.zh_statements import ZH_STATEMENTS
 from transformer_math.i18n.zh_text import ZH_PATTERNS, ZH_TEXT
 
 LANGS = ("en", "zh")
+
+__all__ = ["LANGS", "Message", "check_lang", "has_statement", "msg", "revive", "statement",
+           "text", "translated", "ui", "with_messages"]
 
 _COMPILED: list[tuple[re.Pattern[str], str]] = []
 
@@ -46,6 +57,13 @@ def _patterns() -> list[tuple[re.Pattern[str], str]]:
 
 
 def _zh(s: str) -> str | None:
+    if isinstance(s, Message):
+        if catalog.template(s.msgid, "zh") is not None:
+            return catalog.render(s, "zh")
+        s = str.__str__(s)
+    found = catalog.exact(s, "zh")
+    if found is not None:
+        return found
     if s in ZH_TEXT:
         return ZH_TEXT[s]
     for rx, template in _patterns():

@@ -221,52 +221,9 @@ _LABELS: dict[str, str] = {
 }
 
 _LABEL_PATTERNS: list[tuple[str, str]] = [
-    _pat("HBM accesses vs on-chip memory M (N = {}, d = {})",
-         "HBM 访问量随片上存储 M 的变化（N = {1}, d = {2}）"),
-    _pat("Singular values of the logit matrix Q K^T (n = {}, d = {})",
-         "logit 矩阵 Q K^T 的奇异值（n = {1}, d = {2}）"),
-    _pat("head 0 of H = {} (d_k = {})", "H = {1} 个头中的第 0 个（d_k = {2}）"),
-    _pat("single head (d_k = {})", "单个头（d_k = {1}）"),
-    _pat("Softmax saturation at d_k = {}, {} keys (medians over {} rows)",
-         "d_k = {1} 时的 softmax 饱和，{2} 个 key（{3} 行的中位数）"),
-    _pat("dMMSE posterior mass on the true task (M = {})", "dMMSE 在真实任务上的后验质量（M = "
-                                                           "{1}）"),
-    _pat("Performer formula, beta={}", "Performer 公式，beta={1}"),
-    _pat("measured, beta={}", "实测，beta={1}"),
-    _pat("Self-weight A_ii vs gamma (rho = {}, logits gamma log(n) <y_i, y_j>)",
-         "自权重 A_ii 随 gamma 的变化（rho = {1}，logits gamma log(n) <y_i, y_j>）"),
     _pat("Outer-product memory, d = {}: retrieval vs N/d", "外积记忆，d = {1}：检索随 N/d 的变化"),
-    _pat("Attention entropy vs W_QK eigenvalue variance (mean {}, d = {}, n = {})",
-         "注意力熵随 W_QK 特征值方差的变化（均值 {1}, d = {2}, n = {3}）"),
     _pat("d={}, base {}", "d={1}，底数 {2}"),
-    _pat("Phases unseen in training at L_test = {} (L_train = {})",
-         "L_test = {1} 时训练中未见过的相位（L_train = {2}）"),
     # full-tier figures
-    _pat("Counted work of attention against sequence length (d = {}, one batch-head)",
-         "注意力的计数工作量随序列长度的变化（d = {1}，一个批-头）"),
-    _pat("Attention time against sequence length (d = {}, one thread; information)",
-         "注意力耗时随序列长度的变化（d = {1}，单线程；仅供参考）"),
-    _pat("full, 1 head (exponent {})", "完整，1 个头（指数 {1}）"),
-    _pat("linear, {} heads (exponent {})", "线性，{1} 个头（指数 {2}）"),
-    _pat("induction score (best head, layer {})", "归纳分数（最佳头，第 {1} 层）"),
-    _pat("{s}: training loss with and without positions", "{1}：有无位置信息时的训练损失"),
-    _pat("Component ablation on {s}: final evaluation loss (seed {})",
-         "{1} 上的组件消融：最终评估损失（种子 {2}）"),
-    _pat("Component ablation on {s}: training loss (seed {})", "{1} 上的组件消融：训练损失（种子 "
-                                                               "{2}）"),
-    _pat("Pairwise set task: held-out accuracy during training (seed {})",
-         "成对集合任务：训练过程中的留出准确率（种子 {1}）"),
-    _pat("Copy loss by position (trained at L = {}, no fine-tuning)",
-         "各位置的复制损失（在 L = {1} 训练，不微调）"),
-    _pat("PARITY accuracy by length (trained on lengths 1..{})",
-         "PARITY 准确率随长度的变化（在长度 1..{1} 上训练）"),
-    _pat("Success (error < {} m for {} steps) with pushes", "有推扰时的成功率（误差 < {1} m 持续 "
-                                                            "{2} 步）"),
-    _pat("Share of action power above {} Hz at k = {}", "k = {2} 时高于 {1} Hz 的动作功率占比"),
-    _pat("Stitching gridworld: paths from A ({s}); B ({s}), C ({s}), D ({s})",
-         "拼接网格世界：从 A ({1}) 出发的路径；B ({2})，C ({3})，D ({4})"),
-    _pat("Bimodal obstacle task: rollouts (obstacle at ({s}), goal ({s}))",
-         "双模态避障任务：rollout（障碍位于 ({1})，目标 ({2})）"),
 ]
 
 # --- notes: architecture -------------------------------------------------------------------------
@@ -491,18 +448,6 @@ _NOTES: dict[str, str] = {
 }
 
 _NOTE_PATTERNS: list[tuple[str, str]] = [
-    _pat("Counted: one forward + backward step of a project Transformer (d = {}, {} layers, {} "
-         "tokens) under FlopCounterMode: {} FLOPs; library c N D = {} (N = parameters of the "
-         "matrix products, embedding lookup excluded).",
-         "计数：本项目 Transformer（d = {1}，{2} 层，{3} 个 token）在 FlopCounterMode 下一次前向 + "
-         "反向：{4} FLOPs；库给出的 c N D = {5}（N = 矩阵乘法的参数数，不含嵌入查表）。"),
-    _pat("Seed's example: 6 N D = {} = {} x its budget; the optimum at C = {} is N = {}, D = {}.",
-         "种子的例子：6 N D = {1} = 其预算的 {2} 倍；C = {3} 处的最优是 N = {4}, D = {5}。"),
-    _pat("Inference-aware (Sardana et al.), C = {}, {} inference tokens: N = {} ({} tokens/param) "
-         "instead of {}, total FLOPs {} %.",
-         "考虑推理（Sardana et al.），C = {1}，{2} 个推理 token：N = {3}（每参数 {4} 个 token），而"
-         "不是 {5}，总 FLOPs {6} %。"),
-    _pat("shapes: memory {s}, decoder output {s}", "形状：memory {1}，解码器输出 {2}"),
     _pat("N = {}, d = {}, M = 5 d B_r elements for B_r in {s} (B_c = min(B_r, d)); the counter "
          "records every tile the loop loads/stores. Standard attention (Algorithm 0) moves 4 N d + "
          "4 N^2 = {} elements; the tiled loop wins above M ~ {} (= {} d^2).",
@@ -510,35 +455,6 @@ _NOTE_PATTERNS: list[tuple[str, str]] = [
          "/存储的每个块。标准注意力（Algorithm 0）搬运 4 N d + 4 N^2 = {4} 个元素；当 M 超过约 {5}"
          "（= {6} d^2）时分块循环胜出。"),
     _pat("relative error at L={}: {}, at L={}: {}", "L={1} 时的相对误差：{2}，L={3} 时：{4}"),
-    _pat("max_l L K_l = {} (the unscaled branch norm); without residuals the norm goes from {} "
-         "(L={}) to {} (L={}).",
-         "max_l L K_l = {1}（未缩放的分支范数）；没有残差时，范数从 {2}（L={3}）变为 {4}"
-         "（L={5}）。"),
-    _pat("non-causal: forward {}, grad {}", "非因果：前向 {1}，梯度 {2}"),
-    _pat("causal: forward {}, grad {}", "因果：前向 {1}，梯度 {2}"),
-    _pat("causal, q shorter (cache): forward {}, grad {}", "因果，q 更短（缓存）：前向 {1}，梯度 "
-                                                           "{2}"),
-    _pat("additive mask with a dead row: forward {}, grad {}", "带一整行失效的加性掩码：前向 {1}，"
-                                                               "梯度 {2}"),
-    _pat("causal + mask, one row tile: forward {}, grad {}", "因果 + 掩码，单个行块：前向 {1}，梯度"
-                                                             " {2}"),
-    _pat("peak measured as live tensor bytes (diagnostics.tensor_memory), causal, block {}: {} MiB "
-         "vs n x n = {} MiB. Before issue 12 the peak was the process's resident-set high-water "
-         "mark, which depends on the allocator's state ({} vs {} MiB in two orders of the quick "
-         "tier); the tensor count is deterministic.",
-         "峰值以存活张量的字节数测量（diagnostics.tensor_memory），因果，块大小 {1}：{2} MiB，对比 "
-         "n x n = {3} MiB。issue 12 之前峰值取进程常驻内存的最高水位，它依赖于分配器的状态（quick "
-         "层两种运行顺序下为 {4} 对 {5} MiB）；张量计数是确定的。"),
-    _pat("||S - S^T|| / ||S|| = {}; identity log A_ij - log A_ji = log Z_j - log Z_i holds to {}; "
-         "with untied W_Q != W_K the asymmetry is {}.",
-         "||S - S^T|| / ||S|| = {1}；恒等式 log A_ij - log A_ji = log Z_j - log Z_i 在 {2} 以内成"
-         "立；不绑定 W_Q != W_K 时不对称度为 {3}。"),
-    _pat("Values for B = {}, n = {}, d = {}, H = {}: FLOPs of the four projections (8 n d^2 per "
-         "sequence) and of Q K^T plus A V (4 n^2 d). All {} settings match exactly (the last with "
-         "grouped key/value heads).",
-         "B = {1}, n = {2}, d = {3}, H = {4} 时的数值：四个投影的 FLOPs（每个序列 8 n d^2）以及 Q "
-         "K^T 加 A V 的 FLOPs（4 n^2 d）。全部 {5} 种设置都精确吻合（最后一种使用分组 key/value "
-         "头）。"),
     _pat("Projection share of the product FLOPs per setting: {s} — the seed's 'total O(n^2 d_k)' "
          "holds only when n >> d.",
          "各设置中投影占矩阵乘法 FLOPs 的比例：{1} —— 种子的 '总计 O(n^2 d_k)' 只在 n >> d 时成"
@@ -569,8 +485,6 @@ _NOTE_PATTERNS: list[tuple[str, str]] = [
          "{}, dot-product, spectrally normalised W {}, L2, untied W_K != W_Q {}.",
          "c = {1} 处的 ||J||_2：点积 {2}，L2（绑定 W_K = W_Q）{3}，作用于 LayerNorm(X) 的点积 {4}，"
          "谱归一化 W 的点积 {5}，不绑定 W_K != W_Q 的 L2 {6}。"),
-    _pat("Permutation {s} of n = {} tokens, d = {}, H = {}.",
-         "对 n = {2} 个 token 的置换 {1}，d = {3}, H = {4}。"),
     _pat("With the sinusoidal code added (exercise 8.3.1-2) the relative error is {}: position "
          "codes break equivariance.",
          "加上正弦编码后（习题 8.3.1-2）相对误差为 {1}：位置编码打破了等变性。"),
@@ -578,22 +492,6 @@ _NOTE_PATTERNS: list[tuple[str, str]] = [
          "weight-free view of the same fact).",
          "注意力输出：用投影梯度法求得到 conv(V) 的距离 <= {1}（对同一事实的第二种、与权重无关的视"
          "角）。"),
-    _pat("Attention outputs: distance to conv(V) by projected gradient <= {} (a second, "
-         "weight-free view of the same fact); W_O o: distance to conv(W_O v_j) <= {}.",
-         "注意力输出：用投影梯度法求得到 conv(V) 的距离 <= {1}（对同一事实的第二种、与权重无关的视"
-         "角）；W_O o：到 conv(W_O v_j) 的距离 <= {2}。"),
-    _pat("Median row entropy: unscaled {} nats, scaled {} nats (uniform: log {} = {}).",
-         "行熵的中位数：未缩放 {1} nats，缩放后 {2} nats（均匀：log {3} = {4}）。"),
-    _pat("softmax_jacobian agrees with autograd to {}.", "softmax_jacobian 与 autograd 的一致程度达"
-                                                         " {1}。"),
-    _pat("Exercise 8.3.1-1: only the product sigma_q sigma_k matters. sigma_q = {}, sigma_k = {} "
-         "gives Var(q.k) = {} (predicted {}), so sqrt(d_k) stays right; W_Q at twice W_K's "
-         "variance gives Var(q.k/sqrt(d_k)) = {} (predicted {}): the correct factor is sigma_q "
-         "sigma_k sqrt(d_k) = sqrt(2 d_k), which gives {}.",
-         "习题 8.3.1-1：只有乘积 sigma_q sigma_k 起作用。sigma_q = {1}, sigma_k = {2} 给出 "
-         "Var(q.k) = {3}（预测 {4}），所以 sqrt(d_k) 仍然正确；W_Q 方差为 W_K 两倍时给出 "
-         "Var(q.k/sqrt(d_k)) = {5}（预测 {6}）：正确的因子是 sigma_q sigma_k sqrt(d_k) = sqrt(2 "
-         "d_k)，它给出 {7}。"),
     _pat("Naive formula, non-finite outputs per case: large (1e4), float32: {}, very negative "
          "(-1e4), float32: {}, moderate, float32: {}, large (1e4), float64: {}, very negative "
          "(-1e4), float64: {}, moderate, float64: {}.",
@@ -767,39 +665,10 @@ _NOTE_PATTERNS += [
          "position flipped in each.",
          "一个带种子的单头层（MultiHeadAttention，d = {1}，float64，权重 N(0, 1/d)，单位范数的符号"
          "嵌入），在 BOS 处读出输出；每个 n 取 {2} 个随机串，每个串翻转一个随机位置。"),
-    _pat("Tolerance +-0.2 on the slope is the one stated by CLAIMS.md; the fit's R^2 is {}.",
-         "斜率的容差 +-0.2 是 CLAIMS.md 所规定的；拟合的 R^2 为 {1}。"),
-    _pat("{} random single-layer attention maps ({} heads, d = {}, float64) of the project's "
-         "Transformer: token embedding + sinusoidal position, one attention-only block without "
-         "norms, so the hidden state is x + Attn(x); the ids are passed with their attention mask "
-         "(all ones). Worst case over trials.",
-         "本项目 Transformer 的 {1} 个随机单层注意力映射（{2} 个头，d = {3}，float64）：token 嵌入 "
-         "+ 正弦位置，一个没有归一化的仅注意力块，因此隐藏状态为 x + Attn(x)；ids 连同其注意力掩码"
-         "（全为 1）一起传入。取各次试验中的最差情形。"),
     _pat("first coordinate of some codes (trial {}): a@1 in ab: {}, a@1 in aa: {}, a@2 in ba: {}, "
          "a@2 in aa: {}",
          "部分编码的第一个坐标（试验 {1}）：ab 中的 a@1：{2}，aa 中的 a@1：{3}，ba 中的 a@2：{4}，"
          "aa 中的 a@2：{5}"),
-    _pat("Random float64 models of experiments.presets.tiny_transformer_config ({} layers, d = {}, "
-         "no positions) on {} sequences of {} tokens over {}; the second batch keeps token 0 and "
-         "redraws the others. This is the structural fact behind the FFN-only ceiling of "
-         "expressivity.component-ablation, checked without training.",
-         "experiments.presets.tiny_transformer_config 的随机 float64 模型（{1} 层，d = {2}，无位"
-         "置），作用于 {3} 个长度为 {4}、取自 {5} 种 token 的序列；第二批保留 token 0、重新抽取其"
-         "余 token。这是 expressivity.component-ablation 中仅 FFN 上限背后的结构性事实，无需训练即"
-         "可检验。"),
-    _pat("{} random models (sublayers full, attention_only, ffn_only; 1 and 2 layers; "
-         "experiments.presets on the one Transformer), positions='none', float64; inputs of length "
-         "{} over {} tokens so that equal tokens recur.",
-         "{1} 个随机模型（子层为 full、attention_only、ffn_only；1 层和 2 层；在同一个 Transformer "
-         "上使用 experiments.presets），positions='none'，float64；输入长度为 {2}、取自 {3} 种 "
-         "token，使相同的 token 重复出现。"),
-    _pat("Consequence (exact given the multiset, Monte Carlo over {} multisets): no model without "
-         "positions exceeds accuracy {} on reverse or {} on copy-first at n = {}, V = {}. "
-         "Training: claim expressivity.no-position-fit.",
-         "推论（给定多重集时精确，对 {1} 个多重集做蒙特卡洛）：在 n = {4}, V = {5} 时，没有任何无位"
-         "置模型在反转任务上的准确率超过 {2}，或在复制第一个任务上超过 {3}。训练：见声明 "
-         "expressivity.no-position-fit。"),
 ]
 
 # --- notes: icl, kernel ------------------------------------------------------------------------
@@ -953,18 +822,10 @@ _NOTES.update({
 })
 
 _NOTE_PATTERNS += [
-    _pat("d = {}, n = {}, Sigma with eigenvalues {s} in a random basis",
-         "d = {1}, n = {2}，Sigma 在随机基下的特征值为 {3}"),
     _pat("the Monte Carlo optimum E[w h^T] E[h h^T]^-1 is within {} (relative Frobenius) of "
          "Gamma^-1: reported, not a pass condition (its sampling error is not derived here)",
          "蒙特卡洛最优 E[w h^T] E[h h^T]^-1 与 Gamma^-1 相差在 {1} 以内（相对 Frobenius）：仅报告，"
          "不作为通过条件（此处未推导其抽样误差）"),
-    _pat("D = {}, sigma^2 = {}, tau^2 = {}, M = {}; ridge on {} context pairs, {} prompts; "
-         "lambda = theory.icl_baselines.bayes_ridge_lambda = {}",
-         "D = {1}, sigma^2 = {2}, tau^2 = {3}, M = {4}；在 {5} 个上下文对上做岭回归，{6} 个提示；"
-         "lambda = theory.icl_baselines.bayes_ridge_lambda = {7}"),
-    _pat("Monte Carlo over (w, noise) too: risk {} +- {} vs Bayes {} ({} standard errors)",
-         "同时对 (w, noise) 做蒙特卡洛：风险 {1} +- {2}，贝叶斯风险 {3}（相差 {4} 个标准误）"),
     _pat("vocab {}, L = {}, {} sequences of L distinct tokens repeated twice; "
          "experiments.induction_heads.hand_built_induction_model (reference attention backend, "
          "causal mask from functional.masks)",
@@ -978,10 +839,6 @@ _NOTE_PATTERNS += [
          "theory.icl_construction.newton_schulz_initial",
          "kappa(M) = {1}，A_0 = M^T/(|M|_1|M|_inf) 来自 "
          "theory.icl_construction.newton_schulz_initial"),
-    _pat("bandwidth s = {} (beta = 1/s^2); {} queries, {} keys in d = {}; general keys: the unit "
-         "keys times norms uniform in [{}, {}].",
-         "带宽 s = {1}（beta = 1/s^2）；d = {4} 中 {2} 个 query、{3} 个 key；一般 key：单位 key 乘"
-         "以 [{5}, {6}] 上均匀分布的范数。"),
     _pat("{}x{} heads, {} queries, {} keys, d = {}, d_v = {}, m = {} random features; float64. "
          "relu rows whose features are all zero get 0 on both sides (the project's convention).",
          "{1}x{2} 个头，{3} 个 query，{4} 个 key，d = {5}, d_v = {6}，m = {7} 个随机特征；float64。"
@@ -990,18 +847,6 @@ _NOTE_PATTERNS += [
          "tolerance {} covers float64 round-off of sums of <= {} terms.",
          "对 'favor'，无论长度如何，循环状态都有 m*d_v + m = {1} 个数；容差 {2} 覆盖了至多 {3} 项求"
          "和的 float64 舍入误差。"),
-    _pat("max |MultiHeadAttention(x) - W_O concat_h NW_h(x)| over {s} outputs (float64, output "
-         "scale {}).",
-         "在 {1} 个输出上的 max |MultiHeadAttention(x) - W_O concat_h NW_h(x)|（float64，输出尺度 "
-         "{2}）。"),
-    _pat("{} unit-norm (q, k) pairs in d={}, kernel exp(beta q.k), {} independent redraws of an "
-         "iid Gaussian projection per m.",
-         "d={2} 中 {1} 个单位范数的 (q, k) 对，核 exp(beta q.k)，每个 m 对独立同分布的高斯投影独立"
-         "重抽 {3} 次。"),
-    _pat("Sharper kernels need more features: at every m the error grows with beta ({s}); features "
-         "for 10% RMS error: {s}.",
-         "更尖锐的核需要更多特征：在每个 m 上误差都随 beta 增大（{1}）；达到 10% RMS 误差所需的特征"
-         "数：{2}。"),
     _pat("max |f(P x) - f(x)| (invariance) and |SAB(P x) - P SAB(x)| (equivariance) over {} draws "
          "of an independent random permutation per set, a batch of {} sets of {} elements, "
          "float64.",
@@ -1062,18 +907,10 @@ _NOTES.update({
 })
 
 _NOTE_PATTERNS += [
-    _pat("Tokens: {} unit vectors with pairwise cosine {} (simplex configuration), attention "
-         "computed by the project's reference backend; A_ii measured for n in {s} and {} values of "
-         "gamma in [{}, {}] gamma_c.",
-         "Token：{1} 个两两余弦为 {2} 的单位向量（单纯形配置），注意力由本项目的参考后端计算；对 n "
-         "取 {3}、gamma 在 [{5}, {6}] gamma_c 中取 {4} 个值测量 A_ii。"),
     _pat("Crossing of A_ii = 1/2 at n = {}; at finite n it sits at log(n-1)/((1-rho) log n) = {}, "
          "within {}% of gamma_c for n >= {} (tolerance), and moves to gamma_c as n grows.",
          "n = {1} 时 A_ii = 1/2 的交点；有限 n 时它位于 log(n-1)/((1-rho) log n) = {2}，当 n >= "
          "{4} 时与 gamma_c 相差在 {3}% 以内（容差），并随 n 增长移向 gamma_c。"),
-    _pat("Measured A_ii agrees with the closed form 1/(1 + (n-1) n^(-gamma(1-rho))) to {} "
-         "(independent check of the implementation).",
-         "实测 A_ii 与闭式 1/(1 + (n-1) n^(-gamma(1-rho))) 一致到 {1}（对实现的独立检验）。"),
     _pat("Refuted (004 ch. 11), measured: softmax(QK^T / sqrt(d_k f(T))) with f(T) = 1 + c loglog "
          "T or 1 + c (log T)^1.5 DIVIDES the logits by a growing factor, so the multiplier falls "
          "with T (c = 1: {s}); the same A_ii measurement at the seed's multiplier (d_k = 1 for "
@@ -1085,53 +922,10 @@ _NOTE_PATTERNS += [
          "{1}）；在种子的乘子下（单位 token 取 d_k = 1）做同样的 A_ii 测量，c 取 {2}、两种形式，对"
          "每个 c 都随 n 下降且从未达到 1/2：不存在临界 c（seed_margins），与论文中随 n 增长的 "
          "beta_n = gamma log n 相反。"),
-    _pat("Unit keys and values uniform on the sphere, d in {s}, N/d in {s}, {} independent "
-         "memories each; each memory is queried with all its keys; nearest-value decoding = "
-         "argmax_j v_j^T W k_i.",
-         "单位 key 和 value 在球面上均匀分布，d 取 {1}，N/d 取 {2}，各 {3} 个独立记忆；每个记忆用它"
-         "的全部 key 查询；最近 value 解码 = argmax_j v_j^T W k_i。"),
     _pat("Crosstalk tolerance: {} standard errors of the mean over {} independent trials (a t-test "
          "with {} degrees of freedom, two-sided p < {} per cell); the margin is the worst cell.",
          "串扰容差：{2} 次独立试验均值的 {1} 个标准误（自由度为 {3} 的 t 检验，每格双侧 p < {4}）；"
          "间隔取最差的一格。"),
-    _pat("At N = d the crosstalk equals the signal (mean square (d-1)/d, cosine ~{}) and yet "
-         "nearest-value decoding is right for >= {}% of the queries: 'interference equals signal' "
-         "(003:52) is a conservative capacity threshold; decoding fails only when sqrt(2/d + "
-         "N/d^2) nears 1/sqrt(2 ln N), N of order d^2/(2 ln N).",
-         "在 N = d 时串扰等于信号（均方 (d-1)/d，余弦 ~{1}），但最近 value 解码仍对 >= {2}% 的查询"
-         "正确：'干扰等于信号'（003:52）是一个保守的容量阈值；只有当 sqrt(2/d + N/d^2) 接近 "
-         "1/sqrt(2 ln N)，即 N 达到 d^2/(2 ln N) 的量级时，解码才会失败。"),
-    _pat("head counts {s}; slopes read back from the attention weights of a {}-head "
-         "MultiHeadAttention (W_Q = W_K = 0) against the closed form",
-         "头数 {1}；从 {2} 头 MultiHeadAttention（W_Q = W_K = 0）的注意力权重读回斜率，与闭式比较"),
-    _pat("axial sections of the 1-D frequency list (M-RoPE style), {} and {} axes, head_dim {}, "
-         "base {}; the seed's einsum 'd,p->dp' cannot even take a (n_dims, max_pos) product of a "
-         "1-D position vector: its cache is {s}, which does not broadcast against (B, H, T, "
-         "head_dim)",
-         "1-D 频率列表的轴向分段（M-RoPE 风格），{1} 轴和 {2} 轴，head_dim {3}，底数 {4}；种子的 "
-         "einsum 'd,p->dp' 甚至无法对 1-D 位置向量取 (n_dims, max_pos) 乘积：它的缓存是 {5}，无法"
-         "与 (B, H, T, head_dim) 广播"),
-    _pat("{}-layer pre-LN Transformer (hidden {}, {} heads), prefix {} then {} cached steps; the "
-         "sinusoidal code is added before the K/V projections, so a cached key at position j never "
-         "changes; recomputation is only needed when positions of cached tokens change (e.g. "
-         "sliding windows with re-indexing, dynamic NTK)",
-         "{1} 层 pre-LN Transformer（隐藏维 {2}，{3} 个头），先预填充 {4} 个再缓存 {5} 步；正弦编码"
-         "在 K/V 投影之前加入，所以位置 j 处已缓存的 key 永不改变；只有当已缓存 token 的位置改变时"
-         "才需要重算（例如重新编号的滑动窗口、dynamic NTK）"),
-    _pat("d = {}, base {}, L_train = {}, L_test = {}; the seed says the high-frequency pairs are "
-         "OOD and PI compresses low-frequency resolution; the measurement says the opposite on "
-         "both counts",
-         "d = {1}，底数 {2}，L_train = {3}，L_test = {4}；种子说高频对是分布外的，且 PI 压缩了低频"
-         "分辨率；测量结果在这两点上都相反"),
-    _pat("NTK-aware (s = {}) changes adjacent-position resolution of high pairs by at most {}",
-         "NTK-aware（s = {1}）对高频对相邻位置分辨率的改变至多为 {2}"),
-    _pat("aliasing (head_dim {}, L = {}): on the {} pairs with wavelength < L, {}% of far "
-         "distances in [{}, {}) match some trained distance within {} rad on every pair; on all {} "
-         "pairs {}%: only the low-frequency pairs tell those distances apart, and those are the "
-         "OOD ones",
-         "混叠（head_dim {1}，L = {2}）：在波长 < L 的 {3} 个频率对上，[{5}, {6}) 中 {4}% 的远距离"
-         "在每个频率对上都与某个训练过的距离相差在 {7} rad 以内；在全部 {8} 个频率对上为 {9}%：只有"
-         "低频对能区分这些距离，而它们正是分布外的那些"),
     _pat("d = {}, {} random (m, n) in [{}, {}); f(m) from apply_rotary + rope_cos_sin (interleaved "
          "layout)",
          "d = {1}，[{3}, {4}) 中 {2} 个随机 (m, n)；f(m) 来自 apply_rotary + rope_cos_sin"
@@ -1141,47 +935,9 @@ _NOTE_PATTERNS += [
          "位置 {1}..{2} 处的角度，d = {3}，底数 {4}；参考 θ 来自闭式（theory/positions.py）"),
     _pat("{} random (q, k, m, n, shift), d = {}, positions < {} (+ shift < {})",
          "{1} 组随机 (q, k, m, n, shift)，d = {2}，位置 < {3}（+ 平移 < {4}）"),
-    _pat("d = {}, base {}, L0 = {}, s = {}, L_test = {}; θ measured from each RotaryEmbedding's "
-         "cos/sin at positions 0, 1",
-         "d = {1}，底数 {2}，L0 = {3}，s = {4}，L_test = {5}；θ 从每个 RotaryEmbedding 在位置 0、1 "
-         "处的 cos/sin 测得"),
-    _pat("dim {}, positions 0..{}, shifts {s}; the formula and M(D) from theory/positions.py "
-         "(Python floats), PE from functional/positional.py",
-         "维度 {1}，位置 0..{2}，平移 {3}；公式和 M(D) 来自 theory/positions.py（Python 浮点数），"
-         "PE 来自 functional/positional.py"),
-    _pat("{} layer, hidden {}, {} heads, T = {}, W = {}; positions t = W-1..T-1",
-         "{1} 层，隐藏维 {2}，{3} 个头，T = {4}，W = {5}；位置 t = W-1..T-1"),
-    _pat("Untrained ACT (dim {}, latent {}, chunk {}); normalisation buffers at identity.",
-         "未训练的 ACT（维度 {1}，隐变量 {2}，动作块 {3}）；归一化缓冲区取恒等。"),
-    _pat("Untrained DT (dim {}, {} layers, {} heads, dropout {}), step {} of {}.",
-         "未训练的 DT（维度 {1}，{2} 层，{3} 个头，dropout {4}），{6} 步中的第 {5} 步。"),
     _pat("k = {}, {} steps; open loop (T_a = k) and replanning (T_a = 1) through the library's "
          "make_executor.",
          "k = {1}，{2} 步；通过库的 make_executor 执行开环（T_a = k）和重新规划（T_a = 1）。"),
-    _pat("Untrained DT (dim {}): the rollout's conditioning does not depend on the weights.",
-         "未训练的 DT（维度 {1}）：rollout 的条件不依赖于权重。"),
-    _pat("k = {}, {} steps, i.i.d. N(0, 1) chunk entries from the seed's generator; the library's "
-         "make_executor('act_ensemble', k) is driven by a scripted chunk stream.",
-         "k = {1}，{2} 步，动作块元素为来自该种子生成器的 i.i.d. N(0, 1)；库的 "
-         "make_executor('act_ensemble', k) 由脚本化的动作块流驱动。"),
-    _pat("One head with d_k = d = {} whose W_QK = P diag(lambda) P^-1 (non-symmetric, real "
-         "eigenvalues of mean {} and standard deviation in {s}); entropy of MultiHeadAttention "
-         "weights (hook_pattern) on {} x {} Gaussian tokens, {} draws each.",
-         "一个 d_k = d = {1} 的头，其 W_QK = P diag(lambda) P^-1（非对称，实特征值均值为 {2}，标准"
-         "差取 {3}）；在 {4} x {5} 个高斯 token 上计算 MultiHeadAttention 权重（hook_pattern）的"
-         "熵，各抽样 {6} 次。"),
-    _pat("The monitor (torch.linalg.eigvals on the module's weights) recovers the constructed mean "
-         "and variance to {}.",
-         "监测器（对模块权重使用 torch.linalg.eigvals）恢复所构造的均值和方差，误差为 {1}。"),
-    _pat("Refuted (004 ch. 12): on a random head (d = {}, d_k = {}) W_QK has rank <= {} ({} "
-         "nonzero eigenvalues, complex pairs up to |Im| = {}); the seed's eigvalsh returns {} "
-         "nonzero real values, identical to eigvalsh of the lower triangle mirrored ({}) and "
-         "different from the symmetric part's spectrum (max dev {}); its kappa = {}. Bao et al. "
-         "use the mean and variance of the spectrum, not kappa.",
-         "被驳斥（004 第 12 章）：在一个随机头上（d = {1}, d_k = {2}），W_QK 的秩 <= {3}（{4} 个非"
-         "零特征值，复共轭对的 |Im| 至多为 {5}）；种子的 eigvalsh 返回 {6} 个非零实数值，与镜像下三"
-         "角后的 eigvalsh 完全相同（{7}），而与对称部分的谱不同（最大偏差 {8}）；其 kappa = {9}。"
-         "Bao et al. 使用的是谱的均值和方差，而不是 kappa。"),
     _pat("Seed's version on the same heads: its eigvalsh monitor misses the constructed "
          "mean/variance by up to {}; its kappa goes {} -> {} while the entropy rises {} -> {} "
          "(correlation {}): the most localised heads have the smallest kappa.",
@@ -1213,8 +969,6 @@ _LABELS.update({
 
 _LABEL_PATTERNS += [
     _pat("measured, eps = {}", "实测，eps = {1}"),
-    _pat("Cross-entropy per string at a fixed readout gain c = {}",
-         "固定读出增益 c = {1} 时每个串的交叉熵"),
     _pat("Single head on Gaussian tokens (n = {}): self-weight vs d",
          "高斯 token 上的单个头（n = {1}）：自权重随 d 的变化"),
 ]
@@ -1316,18 +1070,6 @@ _NOTE_PATTERNS += [
          "常数：Kaplan et al. 2020 Table 2 中 eq. (1.5) 的拟合；单变量定律（eq. 1.1-1.2：alpha_N "
          "{1}，N_c {2}；alpha_D {3}，D_c {4}，种子在 000:1126 引用）是各自独立的拟合，联合定律的极"
          "限使用它自己的常数"),
-    _pat("best product form on the {} x {} grid: L = {} N^{} D^{}, max relative error {}: the "
-         "exponents are not alpha_N, alpha_D either",
-         "{1} x {2} 网格上最佳的乘积形式：L = {3} N^{4} D^{5}，最大相对误差 {6}：其指数也不是 "
-         "alpha_N、alpha_D"),
-    _pat("d = {}; {} tokens with row means in [{}, {}] and scales {} .. {}; eps = {}; gamma ~ 1 + "
-         "{} N(0, 1), beta ~ {} N(0, 1) for the affine part",
-         "d = {1}；{2} 个 token，行均值取 [{3}, {4}]，尺度 {5} .. {6}；eps = {7}；仿射部分 gamma ~ "
-         "1 + {8} N(0, 1)，beta ~ {9} N(0, 1)"),
-    _pat("Jacobians by autograd at x = {} + sigma u for sigma in {s}: at eps = 0 |J| = 1/sigma (up "
-         "to {}); at eps = {} it saturates at 1/sqrt(eps) = {}",
-         "在 x = {1} + sigma u 处用 autograd 求雅可比，sigma 取 {2}：eps = 0 时 |J| = 1/sigma（最大"
-         "到 {3}）；eps = {4} 时它饱和于 1/sqrt(eps) = {5}"),
     _pat("Version 3 (issue 18): the seed's 'bitwise equal' (000:1170) as a seed margin: the fp32 "
          "outputs differ by up to {} (not 0); in float64 by {}",
          "版本 3（issue 18）：把种子的 '按位相等'（000:1170）作为种子间隔：fp32 输出相差至多 {1}"
@@ -1338,23 +1080,6 @@ _NOTE_PATTERNS += [
          "000:378：深度线性网络（{1} 层，{2} x {3}）：精确 Lipschitz 常数 {4}，谱范数之积 {5}。当 "
          "||W_Q|| = ||W_K|| = ||W_V|| = ||W_O|| = 1 时注意力的 ||J|| 达到 {6}：在那里这个乘积什么也"
          "界定不了。"),
-    _pat("Strings: every bit string of length 1..{} (Catalan-many are Dyck words: {s} at even n), "
-         "and at n in {s} {} random Dyck words (cycle lemma), the deepest word, each word with one "
-         "symbol flipped, each word rotated by one (balance 0 with a negative prefix), and {} "
-         "random strings. Reference: the definition (running counter).",
-         "字符串：长度 1..{1} 的所有比特串（其中 Dyck 词的个数为 Catalan 数：偶数 n 时为 {2}），以"
-         "及 n 取 {3} 时的 {4} 个随机 Dyck 词（循环引理）、最深的词、每个词翻转一个符号、每个词轮转"
-         "一位（平衡为 0 但有负前缀），以及 {5} 个随机串。参考：按定义（运行计数器）。"),
-    _pat("Construction (theory.dyck_recognition): causal uniform attention writes the prefix mean "
-         "b_k/(k+1), a token-wise ReLU network with gain n + 1 flags negative prefixes and a "
-         "positive final balance, a second causal uniform attention counts the flags at the last "
-         "position. Depth {} at every n; the gain grows with n like the PARITY construction's "
-         "(computation.parity-margin), and the margin is 1/(2(n+1)): Hahn's limit is on "
-         "confidence, not on correctness.",
-         "构造（theory.dyck_recognition）：因果均匀注意力写入前缀均值 b_k/(k+1)，增益为 n + 1 的逐 "
-         "token ReLU 网络标记负前缀和为正的最终平衡，第二个因果均匀注意力在最后一个位置统计这些标"
-         "记。每个 n 的深度都是 {1}；增益像 PARITY 构造（computation.parity-margin）那样随 n 增长，"
-         "间隔为 1/(2(n+1))：Hahn 的限制针对的是置信度，而不是正确性。"),
     _pat("version 3 (issue 18): the claim now reports what the measurement shows about the seed: "
          "zero errors at every n refutes the reading of Hahn's lemma as an error-rate bound "
          "(000:864, 000:125; seed margin), and two measured conditions were added: the "
@@ -1375,49 +1100,6 @@ _NOTE_PATTERNS += [
          "d_k 取 {1}，m 取 {2}，theta_i = 10000^(-2i/d_k)"
          "（functional.rope_scaling.default_inv_freq），interleaved 配对；apply_rotary 以 float32 "
          "计算角度（FACTS.md），因此 m <= {4} 时容差为 {3}。"),
-    _pat("The seed's pseudo-code transcribed (theory.rope_circuit.seed_rope_circuit_matrix, exact "
-         "cos/sin instead of its rational approximations): it returns {s} (2 d_k x 2 d_k); its "
-         "lower-right d_k block is R(m) to {} and the top-left block is the identity it started "
-         "from, so R x is not even defined for a d_k-dimensional query. The gate count it "
-         "annotates (O(d_k log m)) is not a result of Chen et al. (see "
-         "computation.precision-claims).",
-         "照录种子的伪代码（theory.rope_circuit.seed_rope_circuit_matrix，用精确的 cos/sin 代替其有"
-         "理近似）：它返回 {1}（2 d_k x 2 d_k）；其右下 d_k 块在 {2} 以内等于 R(m)，左上块是它起始"
-         "时的单位矩阵，因此对 d_k 维的 query 来说 R x 甚至没有定义。它标注的门数（O(d_k log m)）并"
-         "不是 Chen et al. 的结果（见 computation.precision-claims）。"),
-    _pat("Random single-layer attention maps ({} heads, d = {}, float64) of the project's "
-         "Transformer: token embedding + sinusoidal position, one attention-only block without "
-         "norms, so the hidden state is x + Attn(x); the ids are passed with their attention mask "
-         "(all ones). Worst case over the trials of each set.",
-         "本项目 Transformer 的随机单层注意力映射（{1} 个头，d = {2}，float64）：token 嵌入 + 正弦"
-         "位置，一个没有归一化的仅注意力块，因此隐藏状态为 x + Attn(x)；ids 连同其注意力掩码（全为 "
-         "1）一起传入。取每组试验中的最差情形。"),
-    _pat("Version 3 (issue 18): the seed's 'one layer cannot distinguish all sequences' (000:739, "
-         "000:704) is a seed margin on the same measurement, and the check runs on every sequence "
-         "of {s} as well as the toy: one layer separates all {} codes, so the claim is refuted "
-         "(Kajitsuka & Sato 2024 prove it for any finite set, with one head of rank-1 weights).",
-         "版本 3（issue 18）：种子的 '一层无法区分所有序列'（000:739, 000:704）是同一测量上的种子间"
-         "隔，检查除玩具例子外还在 {1} 的每个序列上运行：一层就能分开全部 {2} 个编码，所以该说法被"
-         "驳斥（Kajitsuka & Sato 2024 对任意有限集证明了这一点，只需一个权重秩为 1 的头）。"),
-    _pat("first coordinate of some codes (toy, trial {}): a@1 in ab: {}, a@1 in aa: {}, a@2 in "
-         "ba: {}, a@2 in aa: {}",
-         "部分编码的第一个坐标（玩具例子，试验 {1}）：ab 中的 a@1：{2}，aa 中的 a@1：{3}，ba 中的 "
-         "a@2：{4}，aa 中的 a@2：{5}"),
-    _pat("version 2 (issue 18): the seed's Sigma^-1 (000:967) as a seed margin on the same moment: "
-         "max z vs Sigma^2 = {}; the Monte Carlo optimum is {} (relative Frobenius) from Sigma^-1 "
-         "and {} from Gamma^-1",
-         "版本 2（issue 18）：把种子的 Sigma^-1（000:967）作为同一矩上的种子间隔：相对 Sigma^2 的最"
-         "大 z = {1}；蒙特卡洛最优与 Sigma^-1 相差 {2}（相对 Frobenius），与 Gamma^-1 相差 {3}"),
-    _pat("d = {}, N = {}; H = X^T X / N with eigenvalues log-spaced in [1/kappa, 1]; w* spread "
-         "evenly over the eigenvectors; eta = 1/lambda_max",
-         "d = {1}, N = {2}；H = X^T X / N，其特征值在 [1/kappa, 1] 上按对数均匀分布；w* 均匀分布在"
-         "各特征向量上；eta = 1/lambda_max"),
-    _pat("seed's version: layers <= 2 log(1/eps) whatever kappa; measured {s} for eps = {} "
-         "(log(1/eps) = {})",
-         "种子的版本：无论 kappa 为多少，层数 <= 2 log(1/eps)；实测（eps = {2}，log(1/eps) = "
-         "{3}）：{1}"),
-    _pat("|X^T X / k - Sigma|_F / |Sigma|_F for k = {s}: {s}",
-         "k = {1} 时的 |X^T X / k - Sigma|_F / |Sigma|_F：{2}"),
     _pat("the seed's W_V is assembled block by block with torch.cat; for d >= {} torch rejects a "
          "d x d block in the 1 x d label row (the shapes the construction needs)",
          "种子的 W_V 用 torch.cat 逐块拼接；当 d >= {1} 时 torch 拒绝把 d x d 块放进 1 x d 的标签行"
@@ -1430,10 +1112,6 @@ _NOTE_PATTERNS += [
          "一个头在 {1} 个点上的 Gram 矩阵（d = {2}, d_k = {3}）：用模块自己的 W_K（不绑定）和 W_K "
          ":= W_Q（绑定）；不绑定的 Gram 矩阵等于模块 logits（hook_scores）的 exp，是对同一核的第二"
          "种计算。"),
-    _pat("1 + q.k: {} queries, {} keys, N(0, I_{}); along q(t) = -t s/|s| (s = sum_j k_j) the "
-         "normaliser n - t |s| crosses 0 at t* = n/|s|.",
-         "1 + q.k：{1} 个 query，{2} 个 key，N(0, I_{3})；沿 q(t) = -t s/|s|（s = sum_j k_j），归一"
-         "化常数 n - t |s| 在 t* = n/|s| 处穿过 0。"),
     _pat("000:454 (version 3, issue 18): with the raw keys (norms {}-{}) the beta = 1e3 output is "
          "not the nearest neighbour's value for {} of {} queries; with the keys rescaled to unit "
          "norm, for {} of {} (||q - k||^2 = ||q||^2 - 2 q.k + ||k||^2: only the ||k||^2 term "
@@ -1465,45 +1143,10 @@ _NOTE_PATTERNS += [
          "and for the position map alike",
          "只用一个频率对（θ_0 = 1）时，m -> R_m 在整数上就已是单射（π 是无理数）；{1} 的闭包是一个"
          "子环面，因此 '忠实' 对环面作用和位置映射同样成立"),
-    _pat("base {}, d {}: lowest wavelength {}; positions 0..{}; |PE(p + D) - PE(p)| = "
-         "(sum_i 4 sin^2(D θ_i/2))^(1/2) is the same for every p",
-         "底数 {1}，d {2}：最小波长 {3}；位置 0..{4}；|PE(p + D) - PE(p)| = (sum_i 4 sin^2(D "
-         "θ_i/2))^(1/2) 对每个 p 都相同"),
     _pat("one pair (d = {}, θ = {}): PE(p) = PE(q) would need p - q ∈ 2πZ; the nearest return "
          "below {} is D = {} ({} / {} ≈ 2π), still {} away",
          "一个频率对（d = {1}, θ = {2}）：PE(p) = PE(q) 需要 p - q ∈ 2πZ；{3} 以下最接近的回归是 D "
          "= {4}（{5} / {6} ≈ 2π），仍相差 {7}"),
-    _pat("T^2 eps = {} exceeds the largest possible cost T = {}: at T = {}, eps = {} the k = 1 "
-         "bound is vacuous (the worst case costs {}).",
-         "T^2 eps = {1} 超过了可能的最大代价 T = {2}：在 T = {3}, eps = {4} 时 k = 1 的界是空的（最"
-         "坏情况代价为 {5}）。"),
-    _pat("The seed's ~18 (000:1263) is T^2 eps / k = {} at k = {}; its derivation (000:1257, "
-         "'substitute T -> T/k') gives (T/k)^2 eps = {}.",
-         "种子的 ~18（000:1263）是 k = {2} 时的 T^2 eps / k = {1}；其推导（000:1257，'代入 T -> "
-         "T/k'）给出 (T/k)^2 eps = {3}。"),
-    _pat("{} states, {} actions, returns {s}, tau = {}; D(s, a, R) drawn from the seed's "
-         "generator, higher actions earning higher returns.",
-         "{1} 个状态，{2} 个动作，回报 {3}，tau = {4}；D(s, a, R) 由该种子的生成器抽取，编号越高的"
-         "动作获得越高的回报。"),
-    _pat("{} sequences of {} N(0, I_d) tokens per d in {s}; attention by the project's reference "
-         "backend (theory.high_dim_attention, scale 1/sqrt(d) as in 004:902). W_QK: random W_Q "
-         "W_K^T (N(0, 1/d) entries, full rank), the identity, u u^T (|u| = 1: kappa = 1), and a "
-         "rank-2 matrix with eigenvalues (1, {}) in a random basis (kappa = {}).",
-         "每个 d（取 {3}）有 {1} 个由 {2} 个 N(0, I_d) token 组成的序列；注意力由本项目的参考后端计"
-         "算（theory.high_dim_attention，缩放 1/sqrt(d)，同 004:902）。W_QK：随机 W_Q W_K^T（元素 "
-         "N(0, 1/d)，满秩）、单位矩阵、u u^T（|u| = 1：kappa = 1），以及在随机基下特征值为 (1, "
-         "{4}) 的秩 2 矩阵（kappa = {5}）。"),
-    _pat("What holds (004:936): tokens are asymptotically orthogonal; what follows from the "
-         "definitions: A is n x n (rank_eff <= n) and a row entropy is <= log n, so the bound of "
-         "004:958 holds for every C >= 0 whenever kappa <= 1 (vacuous), and for any C > 0 it fails "
-         "once kappa > 1 + (log n) / C (measured at C = {}).",
-         "成立的部分（004:936）：token 渐近正交；由定义可得：A 是 n x n 的（rank_eff <= n），行熵 "
-         "<= log n，所以只要 kappa <= 1，004:958 的界对每个 C >= 0 都成立（平凡地），而对任何 C > "
-         "0，一旦 kappa > 1 + (log n) / C 它就不成立（在 C = {1} 处测量）。"),
-    _pat("Self-weight: localisation on the token itself needs tr(W_QK)/sqrt(d) to grow; W_QK = I "
-         "gives {s} and random factors {s} over d = {s}.",
-         "自权重：注意力局部化到 token 自身需要 tr(W_QK)/sqrt(d) 增长；在 d = {3} 上，W_QK = I 给"
-         "出 {1}，随机因子给出 {2}。"),
 ]
 
 # --- labels and notes of the full-tier claims (from `tmath verify --tier full --size tiny`) ----
@@ -1516,10 +1159,6 @@ _LABELS.update({
 })
 
 _LABEL_PATTERNS += [
-    _pat("Heads sweep at fixed d = {}: error of H heads of size d/H after training",
-         "固定 d = {1} 的头数扫描：训练后 H 个大小为 d/H 的头的误差"),
-    _pat("teacher: one relation ({} head, d_k = {})", "教师：一种关系（{1} 个头，d_k = {2}）"),
-    _pat("teacher: four relations ({} heads, d_k = {})", "教师：四种关系（{1} 个头，d_k = {2}）"),
 ]
 
 _NOTES.update({
@@ -1711,33 +1350,12 @@ _NOTES.update({
 })
 
 _NOTE_PATTERNS += [
-    _pat("Heads sweep H = {s} at d = {}, n = {}, {} sequences, {} Adam steps (lr {}) per student; "
-         "measured values are relative squared errors in the order of the sweep.",
-         "头数扫描 H = {1}，d = {2}, n = {3}，{4} 个序列，每个学生模型 {5} 步 Adam（lr {6}）；实测"
-         "值是按扫描顺序排列的相对平方误差。"),
-    _pat("Bhojanapalli et al. 2020 (Theorem 1): a head of size d_k < n cannot express every "
-         "attention pattern; their remedy, head size independent of H, is the {} x d arm.",
-         "Bhojanapalli et al. 2020（Theorem 1）：大小 d_k < n 的头无法表达所有注意力模式；他们的补"
-         "救——头大小与 H 无关——就是 {1} x d 那一组。"),
-    _pat("Exact work per batch-head (d = {}): full {s}; linear {s}.",
-         "每个批-头的精确工作量（d = {1}）：完整 {2}；线性 {3}。"),
     _pat("Time exponents (information, not the verdict; minimum over repeats, one thread): full "
          "(thread) {}, full (wall) {}, linear (thread) {}, linear (wall) {}. Wall-clock exponents "
          "are also benchmarks: tmath bench -k time-exponent.",
          "时间指数（仅供参考，不参与判定；多次重复取最小，单线程）：完整（线程）{1}，完整（墙钟）"
          "{2}，线性（线程）{3}，线性（墙钟）{4}。墙钟指数也是基准测试：tmath bench -k "
          "time-exponent。"),
-    _pat("causal Transformer (experiments.presets), {} layers, d = {}, {} heads, learned relative "
-         "position bias; direct arm: unrestricted attention, scratchpad arm: sliding window of {} "
-         "tokens; {} steps x batch {}, lengths uniform in 1..{}; {} fresh strings per test length "
-         "(antithetic pairs: x and x with one random bit flipped), greedy autoregressive decoding "
-         "(every scratchpad token is the model's own).",
-         "因果 Transformer（experiments.presets），{1} 层，d = {2}，{3} 个头，可学习的相对位置偏"
-         "置；直接组：不受限的注意力，草稿组：{4} 个 token 的滑动窗口；{5} 步 x 批大小 {6}，长度在 "
-         "1..{7} 上均匀；每个测试长度 {8} 个新串（对偶对：x 以及翻转一个随机比特的 x），贪心自回归"
-         "解码（草稿中的每个 token 都由模型自己生成）。"),
-    _pat("seeds {s}; first seed: direct {s}, scratchpad {s}",
-         "种子 {1}；第一个种子：直接 {2}，草稿 {3}"),
     _pat("Issue 12 (tiny size): L = {} with {} steps x batch {} and {} test strings never learnt "
          "the scratchpad (min accuracy {s} over seeds {s}, all failed); now L = {}, {} steps x "
          "batch {} at lr {}, {} test strings in antithetic pairs, tested at L, 4L and 8L. At this "
@@ -1754,11 +1372,6 @@ _NOTE_PATTERNS += [
          "早先 default 规模的运行（种子 {1}），逐步奇偶性草稿组使用不受限的相对注意力：{2}（对前一"
          "个 token 的注意力被远处的 key 稀释）；用覆盖训练序列的窗口时：{3}（可能是 BOS——一个可能的"
          "注意力汇——离开了窗口；未验证）。见 experiments/parity_scratchpad.py。"),
-    _pat("task {s}: V = {}, n = {}, C = {}; d = {}, {} heads, {} steps x batch {}, no positions "
-         "(the task is permutation equivariant); arms {s}; {} seeds, every pass condition on the "
-         "worst seed.",
-         "任务 {1}：V = {2}, n = {3}, C = {4}；d = {5}，{6} 个头，{7} 步 x 批大小 {8}，无位置（该任"
-         "务是置换等变的）；各组 {9}；{10} 个种子，每个通过条件都取最差的种子。"),
     _pat("token-wise Bayes ceiling (exact) {}; tolerance: float rounding (exact evaluation on all "
          "{}^{} inputs).",
          "逐 token 贝叶斯上限（精确）{1}；容差：浮点舍入（在全部 {2}^{3} 个输入上精确评估）。"),
@@ -1766,57 +1379,12 @@ _NOTE_PATTERNS += [
          "batch {}, exact evaluation on all {}^{} inputs.",
          "issue 12：tiny 规模为 V = {1}, n = {2}, C = {3}（逐 token 上限 {4}），d = {5}，{6} 步 x "
          "批大小 {7}，在全部 {8}^{9} 个输入上精确评估。"),
-    _pat("task {s}, n = {}, V = {}; {}-layer full blocks, d = {}, {} steps; equivariant ceiling {} "
-         "(exact given the multiset); {} seeds, the pass condition on the worst seed.",
-         "任务 {1}，n = {2}, V = {3}；{4} 层完整块，d = {5}，{6} 步；等变上限 {7}（给定多重集时精"
-         "确）；{8} 个种子，通过条件取最差的种子。"),
     _pat("Tolerance: float rounding (exact evaluation on all {}^{} inputs). 'Fits' means accuracy "
          ">= {} (chance is 1/V).",
          "容差：浮点舍入（在全部 {1}^{2} 个输入上精确评估）。'拟合' 指准确率 >= {3}（随机水平为 "
          "1/V）。"),
-    _pat("issue 12 (tiny failed at seed 0: 20 steps fitted nothing, 0.36 with positions): tiny now "
-         "trains {} steps x batch {} and evaluates on all {}^{} = {} inputs, so the accuracies and "
-         "the ceiling are exact and the no-position bound is an exact inequality (before: 64 "
-         "sampled sequences, tolerance 0.19).",
-         "issue 12（tiny 在种子 0 上失败：20 步什么也没拟合，有位置时为 0.36）：现在 tiny 训练 {1} "
-         "步 x 批大小 {2}，并在全部 {3}^{4} = {5} 个输入上评估，因此准确率和上限都是精确的，无位置"
-         "的界是精确不等式（此前：64 个抽样序列，容差 0.19）。"),
-    _pat("config {s} (seed {}); seeds {s}", "配置 {1}（种子 {2}）；种子 {3}"),
     _pat("scaled down per FACTS.md: {s} (seed {}); seeds {s}",
          "按 FACTS.md 缩小规模：{1}（种子 {2}）；种子 {3}"),
-    _pat("run time of the first seed {} s ({s})", "第一个种子的运行时间 {1} s（{2}）"),
-    _pat("run time of the first seed {} s", "第一个种子的运行时间 {1} s"),
-    _pat("restart risks of the first seed {s} (best kept)", "第一个种子各次重启的风险 {1}（保留最好"
-                                                            "的）"),
-    _pat("error vs Sigma^-1 (the seed's 'approximates Sigma^{-1}', 000:967) per seed: {s}: "
-         "reported",
-         "相对 Sigma^-1 的误差（种子的 '近似 Sigma^{-1}'，000:967），各种子：{1}：仅报告"),
-    _pat("version 2 (issue 14): three seeds, worst seed decides; falsifier = planted bug "
-         "icl.ahn-gamma-is-sigma in theory/icl_construction.py (it was a swap of the prediction); "
-         "threshold {} unchanged",
-         "版本 2（issue 14）：三个种子，由最差的种子决定；证伪器 = theory/icl_construction.py 中植"
-         "入的 bug icl.ahn-gamma-is-sigma（原先是替换预测）；阈值 {1} 不变"),
-    _pat("version 2 (issue 14), NARROWED: Raventos et al.'s 'closest to ridge for large M' is not "
-         "reproduced at tiny. At D = 1 the dMMSE of M = {} pool tasks nearly coincides with ridge "
-         "(fresh-task MSE {} vs {} at seed {}), so which one the model is closer to is noise "
-         "(seeds 1-2 failed that ordering before); where the two baselines do differ (seed {}, M = "
-         "{s}, {} steps) the trained model stays closer to dMMSE (d_dmmse {s} vs d_ridge {s}): "
-         "within this budget M* lies above {}, where dMMSE and ridge are no longer distinguishable "
-         "in D = 1. Larger D needs more steps than the tiny tier allows (issue 12: D = 2, M = 32 "
-         "did not learn in 1000 steps at d_model 16). What is decided: memorisation at the "
-         "smallest M and in-context regression on fresh tasks at the largest (the seed's 'task "
-         "memory' vs 'true ICL', 000:999), on every seed; the ridge-vs-dMMSE ordering at the "
-         "largest M is reported per seed.",
-         "版本 2（issue 14），已收窄：Raventos et al. 的 '对大 M 最接近岭回归' 在 tiny 规模下没有复"
-         "现。D = 1 时 M = {1} 个任务池的 dMMSE 几乎与岭回归重合（种子 {4} 上新任务 MSE 为 {2} 对 "
-         "{3}），所以模型更接近哪一个只是噪声（种子 1-2 此前在这一排序上失败）；在两个基线确实不同"
-         "之处（种子 {5}，M = {6}，{7} 步），训练后的模型更接近 dMMSE（d_dmmse {8} 对 d_ridge "
-         "{9}）：在这一预算下 M* 高于 {10}，而在那里 D = 1 时 dMMSE 与岭回归已无法区分。更大的 D 需"
-         "要比 tiny 层允许的更多步数（issue 12：D = 2, M = 32 在 d_model 16 下 1000 步没有学会）。"
-         "判定的内容是：在最小的 M 上是记忆，在最大的 M 上对新任务做上下文回归（种子的 '任务记忆' "
-         "对 '真正的 ICL'，000:999），每个种子都如此；最大 M 处岭回归与 dMMSE 的排序按种子报告。"),
-    _pat("ridge side at M = {} (reported): contrast (d_dmmse - d_ridge) / sum per seed {s}",
-         "M = {1} 处的岭回归一侧（仅报告）：各种子的对比度 (d_dmmse - d_ridge) / sum 为 {2}"),
     _pat("validation loss of each restart {s} (best kept)", "各次重启的验证损失 {1}（保留最好的）"),
     _pat("version 2 (issue 14): the cosine of sensitivities does not depend on eta, so the "
          "eta-sensitive relative RMS against GD(f eta*) (f = 0.8, 1, 1.25) was added; three seeds, "
@@ -1831,18 +1399,8 @@ _NOTE_PATTERNS += [
          "4 stayed at a saddle with one: cosine 0.485); see ICLGDConfig.tiny",
          "issue 12：tiny 训练 {1} 个初始化，并按一个验证批保留最好的（只用一个时种子 4 停在鞍点：余"
          "弦 0.485）；见 ICLGDConfig.tiny"),
-    _pat("{} points per set uniform in [0, 1]^2, r = {} (seed {}; balanced: positive fraction {}), "
-         "sets with D in [r/1.5, 1.5 r] not drawn; {} Adam steps of batch {} (one-cycle, peak lr "
-         "{}), {} held-out sets; parameters {s}.",
-         "每个集合 {1} 个在 [0, 1]^2 上均匀分布的点，r = {2}（种子 {3}；平衡：正例比例 {4}），不抽"
-         "取 D 落在 [r/1.5, 1.5 r] 内的集合；{5} 步批大小 {6} 的 Adam（one-cycle，峰值 lr {7}），"
-         "{8} 个留出集合；参数量 {9}。"),
     _pat("Seeds {s}: gap mean {}, spread {}, min {}; the margin is the worst seed's gap.",
          "种子 {1}：差距均值 {2}，离散度 {3}，最小值 {4}；间隔取最差种子的差距。"),
-    _pat("Required gap {} (set from a 5-seed sweep at size tiny, version 2): the held-out accuracy "
-         "has standard error <= 0.5/sqrt({}) = {}.",
-         "要求的差距 {1}（由 tiny 规模下 5 个种子的扫描确定，版本 2）：留出准确率的标准误 <= "
-         "0.5/sqrt({2}) = {3}。"),
     _pat("Why the Set Transformer wins: attention scores are functions of pairs, so one SAB "
          "compares every point with every other before pooling; Deep Sets must detect a close pair "
          "through per-point features phi alone (a partition of the square into cells of side ~r). "
@@ -1853,57 +1411,14 @@ _NOTE_PATTERNS += [
          "他每个点比较；Deep Sets 只能通过逐点特征 phi 来检测接近的点对（把正方形划分为边长约 r 的"
          "格子）。证伪器（SAB 沿批维度做注意力）保留了 PMA 和所有参数，但去掉了成对交互：它在种子 "
          "0-4 上的差距为 {1}（在三个种子中最差的那个上被捕获）。"),
-    _pat("size {s}, seeds {s}: vocab {}, d {}, heads {}, train_len {}, eval to {}, segments "
-         "U[{}, {}], steps rope/alibi/learned {s}; seconds (first seed) {s}",
-         "规模 {1}，种子 {2}：词表 {3}，d {4}，头数 {5}，train_len {6}，评估到 {7}，片段长度 "
-         "U[{8}, {9}]，rope/alibi/learned 的步数 {10}；耗时秒数（第一个种子）{11}"),
     _pat("dynamic NTK is evaluated in one full forward pass at the evaluation length, so every "
          "position uses the base for that length (factor {}: b' = b (L/L0)^(d/(d-2)))",
          "dynamic NTK 在评估长度上用一次完整前向来评估，所以每个位置都使用该长度对应的底数（因子 "
          "{1}：b' = b (L/L0)^(d/(d-2))）"),
-    _pat("Issue 12: tiny trains {} steps on {} demos, horizon {}, push_prob {}, {} test paths, k "
-         "in {s}. Issue 14: thresholds unchanged, now on the worst seed.",
-         "Issue 12：tiny 在 {2} 条演示上训练 {1} 步，时域 {3}，push_prob {4}，{5} 条测试路径，k 取 "
-         "{6}。Issue 14：阈值不变，现在取最差的种子。"),
-    _pat("push_prob {}, push speed {} m/s; first seed: train {} s, rollouts {} s",
-         "push_prob {1}，推扰速度 {2} m/s；第一个种子：训练 {3} s，rollout {4} s"),
-    _pat("The seed's 1600 vs ~18 is T^2 eps vs T^2 eps / k; its derivation ('substitute "
-         "T -> T/k') literally gives (T/k)^2 eps = {}. T^2 eps / k holds when each chunk errs with "
-         "probability eps and cost is counted per step; with eps per executed step the worst case "
-         "gives no gain (theory/compounding_error.py).",
-         "种子的 1600 对 ~18 是 T^2 eps 对 T^2 eps / k；其推导（'代入 T -> T/k'）按字面给出 "
-         "(T/k)^2 eps = {1}。当每个动作块以概率 eps 出错且代价按步计数时 T^2 eps / k 成立；若 eps "
-         "针对每个执行步，最坏情况下没有任何收益（theory/compounding_error.py）。"),
-    _pat("T^2 eps = {} exceeds the maximal cost T = {}: the bound is vacuous at T = {}.",
-         "T^2 eps = {1} 超过了最大代价 T = {2}：在 T = {3} 时这个界是空的。"),
-    _pat("Issue 12: tiny trains {} steps on {} demos, horizon {}, k in {s}. Issue 14 (version 2): "
-         "on the worst of the seeds; 'error(second k) <= error(1)' and 'min_k error(k) <= 0.9 "
-         "error(1)' became 'error falls at every step of k' and 'error(k_max) <= 0.9 error(1)' "
-         "(what the statement says; the old pair let a queue that holds the first action of every "
-         "chunk pass: its k = 4 still beat k = 1 by 10-15 %, while its k = 16 was 1.4 x worse than "
-         "k = 1).",
-         "Issue 12：tiny 在 {2} 条演示上训练 {1} 步，时域 {3}，k 取 {4}。Issue 14（版本 2）：取各种"
-         "子中最差的；'error(second k) <= error(1)' 和 'min_k error(k) <= 0.9 error(1)' 改为 '误差"
-         "随 k 的每一步下降' 和 'error(k_max) <= 0.9 error(1)'（这正是陈述所说的；旧的一对条件会放"
-         "过一个保留每个动作块第一个动作的队列：它的 k = 4 仍比 k = 1 好 10-15 %，而它的 k = 16 比 "
-         "k = 1 差 1.4 倍）。"),
     _pat("expert noise tau {} s; first seed: train {} s, rollouts {} s",
          "专家噪声 tau {1} s；第一个种子：训练 {2} s，rollout {3} s"),
-    _pat("first seed: run {} s (training reused under the rollout's planted bugs); optimum return "
-         "{}",
-         "第一个种子：运行 {1} s（在 rollout 的植入 bug 下复用训练结果）；最优回报 {2}"),
     _pat("Issue 12: tiny trains {} steps on {} episodes, {} targets from {} to {}.",
          "Issue 12：tiny 在 {2} 个 episode 上训练 {1} 步，{3} 个目标，从 {4} 到 {5}。"),
-    _pat("Q(A) = {} with gamma {}; first seed {} s", "Q(A) = {1}，gamma {2}；第一个种子 {3} s"),
-    _pat("first seed: demonstrations going left {}; run {} s",
-         "第一个种子：演示中向左的比例 {1}；运行 {2} s"),
-    _pat("Issue 14 sweep (tiny, seeds 0-4): CVAE collision {s} (v1 required <= 0.2: seed 3 "
-         "failed), CVAE left fraction {s} (v1 required [0.15, 0.85]: seeds 1, 2 failed) although "
-         "the demonstrations are ~50/50; the old thresholds are replaced by the z-test and the "
-         "side-switch count (version 2).",
-         "Issue 14 扫描（tiny，种子 0-4）：CVAE 碰撞率 {1}（v1 要求 <= 0.2：种子 3 失败），CVAE 向"
-         "左比例 {2}（v1 要求 [0.15, 0.85]：种子 1、2 失败），尽管演示约为 50/50；旧阈值由 z 检验和"
-         "换边次数取代（版本 2）。"),
 ]
 
 # --- labels and notes of the claims added late in issue 18 -------------------------------------
@@ -1931,9 +1446,6 @@ _LABELS.update({
 })
 
 _LABEL_PATTERNS += [
-    _pat("joint law, N = {}", "联合定律，N = {1}"),
-    _pat("product fit, N = {}", "乘积拟合，N = {1}"),
-    _pat("measured, sigma^2 = {}", "实测，sigma^2 = {1}"),
 ]
 
 _NOTES.update({
@@ -1991,54 +1503,11 @@ _NOTE_PATTERNS += [
          "004:162-167（版本 2，issue 18）：种子在同样分数上的 masked_fill(mask == 0, -1e9) 在含有允"
          "许 key 的行上与本项目一致（最大差 {1}），而给完全被掩码的行权重 {2}（= 1/{3}）；在 "
          "float16 分数上：{4}"),
-    _pat("Sorting: all {} inputs of {} numbers of {} bits, and {} random inputs of {} numbers of "
-         "{} bits ({} of them with only {} distinct values, so ties occur), compared with "
-         "torch.sort. Counting: every string of length 1..{} and {} random strings of length {}, "
-         "compared with the sum.",
-         "排序：{2} 个 {3} 比特数的全部 {1} 个输入，以及 {5} 个 {6} 比特数的 {4} 个随机输入（其中 "
-         "{7} 个只有 {8} 个不同的值，因此会出现并列），与 torch.sort 比较。计数：长度 1..{9} 的每个"
-         "串以及 {10} 个长度为 {11} 的随机串，与求和比较。"),
-    _pat("Gate counts (polynomial): sorting {} numbers of {} bits uses {} threshold gates in {} "
-         "layers; counting {} bits uses {} in {}.",
-         "门数（多项式）：对 {1} 个 {2} 比特数排序使用 {4} 层共 {3} 个阈值门；对 {5} 个比特计数使"
-         "用 {7} 层共 {6} 个。"),
     _pat("k = 1..{}; pieces counted from the network's outputs on a uniform grid (slope changes "
          "between cells, relative tolerance {}); the dyadic grid contains every breakpoint j/2^k "
          "of t^k.",
          "k = 1..{1}；分段数由网络在均匀网格上的输出计数（相邻格之间的斜率变化，相对容差 {2}）；二"
          "进网格包含 t^k 的每个断点 j/2^k。"),
-    _pat("Shallow nets: {} random one-hidden-layer nets per width m in {s} with breakpoints at "
-         "random points of the counting grid ({} cells of [0, 1]), so each breakpoint is one slope "
-         "change; coinciding breakpoints merge. 'pieces <= m + 1' is the measured side of the "
-         "bound.",
-         "浅网络：每个宽度 m（取 {2}）有 {1} 个随机单隐藏层网络，断点位于计数网格（[0, 1] 的 {3} 个"
-         "格）的随机点上，因此每个断点是一次斜率变化；重合的断点会合并。'分段数 <= m + 1' 是该界中"
-         "被测量的一侧。"),
-    _pat("At k = {}: {} units in {} layers vs {} units in one layer. The seed is right here "
-         "(000:767).",
-         "在 k = {1} 时：{3} 层共 {2} 个单元，对比一层 {4} 个单元。种子在这里是对的（000:767）。"),
-    _pat("{} random one-layer attention maps (expressivity.contextual-mapping's code_model, "
-         "vocabulary {}, d = {}, float64) on all {} sequences of length {}: {} codes; targets N(0, "
-         "1) in R^2 per code; lookup = {s} built by theory.relu_lookup (biases between sorted "
-         "projections, output weights by forward substitution).",
-         "{1} 个随机单层注意力映射（expressivity.contextual-mapping 的 code_model，词表 {2}，d = "
-         "{3}，float64）作用于长度为 {5} 的全部 {4} 个序列：{6} 个编码；每个编码的目标为 R^2 中的 "
-         "N(0, 1)；查找表 = {7}，由 theory.relu_lookup 构造（偏置位于排序后的投影之间，输出权重由前"
-         "代法求得）。"),
-    _pat("d = {}, k in {s}; one constructed LSA layer per (k, sigma^2) with eta* from "
-         "theory.icl_demo_risk; common random numbers: each prompt's k demos are the first k of "
-         "{}, the noise one N(0, 1) draw scaled by sigma (paired differences)",
-         "d = {1}，k 取 {2}；每个 (k, sigma^2) 一个构造的 LSA 层，eta* 来自 theory.icl_demo_risk；"
-         "公共随机数：每个提示的 k 个示例是 {3} 个中的前 k 个，噪声是一次 N(0, 1) 抽样乘以 sigma"
-         "（成对差分）"),
-    _pat("max z = {}; min decrease z = {}; min noise z = {}",
-         "最大 z = {1}；下降的最小 z = {2}；噪声的最小 z = {3}"),
-    _pat("Mean weight on the right key for beta = {s} (one-hot values: the output row is the "
-         "attention row); n = {} unit keys in d = {}; linear attention with m = d features (elu + "
-         "1).",
-         "beta = {1} 时正确 key 上的平均权重（one-hot 的 value：输出行就是注意力行）；d = {3} 中 n "
-         "= {2} 个单位 key；线性注意力使用 m = d 个特征（elu + 1）。"),
-    _pat("Smallest true gap over the {} sets: {}.", "{1} 个集合上最小的真实差距：{2}。"),
     _pat("Attention weights computed per set at n = {s}: SAB {s}, ISAB {s} (the tensors at the "
          "attention layers' hook_pattern, all heads).",
          "n = {1} 时每个集合计算的注意力权重数：SAB {2}，ISAB {3}（注意力层 hook_pattern 处的张量，"

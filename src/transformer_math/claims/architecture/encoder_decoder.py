@@ -17,6 +17,7 @@ from transformer_math.claims.registry import (
     claim,
     decide,
 )
+from transformer_math.i18n.message import msg
 from transformer_math.nn.attention import MultiHeadAttention
 from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.init import seeded
@@ -216,7 +217,8 @@ def check_encoder_decoder(ctx: Context) -> Evidence:
             "runs causal self-attention and takes memory as key and value with "
             "memory_key_padding_mask in cross-attention; the encoder is a causal=False "
             "Transformer whose attention_mask drops the padded source tokens as keys.",
-            f"shapes: memory {e.memory_shape}, decoder output {e.output_shape}",
+            msg("shapes: memory {memory_shape}, decoder output {output_shape}",
+                memory_shape=e.memory_shape, output_shape=e.output_shape),
             "Issue 12: the real-source effect was one position changed by N(0, I) (0.17-0.38 over "
             "seeds 0-4, slack / spread 2.2); now each of the 5 real positions is changed by "
             "10 N(0, I), the size of the padded-position change, and the smallest effect is "

@@ -28,6 +28,7 @@ from transformer_math.functional.tiled_attention import (
     tiled_attention,
     tiled_attention_forward,
 )
+from transformer_math.i18n.message import msg
 from transformer_math.theory.io_model import (
     crossover_sram,
     flash_rate,
@@ -41,7 +42,7 @@ def _io_figure(n: int, d: int, srams: list[int], measured: list[int], standard: 
     """Counted slow-memory accesses against M with the 10 N^2 d^2 / M reference."""
     xs = [float(m) for m in srams]
     return Figure(
-        f"HBM accesses vs on-chip memory M (N = {n}, d = {d})",
+        msg("HBM accesses vs on-chip memory M (N = {n}, d = {d})", n=n, d=d),
         "M (elements)",
         "elements moved",
         [
@@ -128,11 +129,11 @@ def check_flash_io(ctx: Context) -> Evidence:
         "closed form exactly",
         verdict=decide(margins),
         notes=[
-            f"N = {n}, d = {d}, M = 5 d B_r elements for B_r in {blocks} (B_c = min(B_r, d)); the "
-            "counter records every tile the loop loads/stores. Standard attention (Algorithm 0) "
-            f"moves 4 N d + 4 N^2 = {standard} elements; the tiled loop wins above "
-            f"M ~ {m_cross:.0f} "
-            f"(= {m_cross / d**2:.1f} d^2).",
+            msg("N = {n}, d = {d}, M = 5 d B_r elements for B_r in {blocks} (B_c = min(B_r, d)); "
+                "the counter records every tile the loop loads/stores. Standard attention "
+                "(Algorithm 0) moves 4 N d + 4 N^2 = {standard} elements; the tiled loop wins "
+                "above M ~ {m_cross:.0f} (= {value:.1f} d^2).", n=n, d=d, blocks=blocks,
+                standard=standard, m_cross=m_cross, value=m_cross / d**2),
             "004's table ('HBM O(n^2) -> O(nd)') is too coarse: the tiled loop's traffic is "
             "Theta(N^2 d^2 / M), which is O(N d) only when M ~ N d (Theorem 2).",
         ],
@@ -146,11 +147,11 @@ def _exactness_cases(g: torch.Generator) -> list[tuple[str, float, float]]:
     """(case, max |forward error|, max |gradient error|) of tiled vs reference attention."""
     out = []
     cases = [
-        ("non-causal", False, False, 7, 13),
-        ("causal", True, False, 16, 16),
-        ("causal, q shorter (cache)", True, False, 5, 64),
-        ("additive mask with a dead row", False, True, 64, 5),
-        ("causal + mask, one row tile", True, True, 1, 3),
+        (msg("non-causal"), False, False, 7, 13),
+        (msg("causal"), True, False, 16, 16),
+        (msg("causal, q shorter (cache)"), True, False, 5, 64),
+        (msg("additive mask with a dead row"), False, True, 64, 5),
+        (msg("causal + mask, one row tile"), True, True, 1, 3),
     ]
     for name, causal, masked, bq, bk in cases:
         t = 19 if "shorter" in name else 45
@@ -225,7 +226,6 @@ def check_tiled_attention_exact(ctx: Context) -> Evidence:
         _, peak = peak_tensor_bytes(
             lambda: tiled_attention(q, kk, v, block_q=block, block_k=block, is_causal=True)
         )
-    method = "live tensor bytes (diagnostics.tensor_memory)"
     ctx.report_progress(1.0)
     matrix = n * n * 4
     # the same comparison in float64: a rounding difference shrinks with the precision
@@ -257,14 +257,18 @@ def check_tiled_attention_exact(ctx: Context) -> Evidence:
         "working set is O(n d + block^2) ~ 1 MiB + tiles)",
         verdict=decide(margins, seed_margins),
         seed_margins=seed_margins,
-        notes=[f"{name}: forward {fe:.1e}, grad {ge:.1e}" for name, fe, ge in cases]
+        notes=[msg("{case}: forward {fe:.1e}, grad {ge:.1e}", case=name, fe=fe, ge=ge)
+               for name, fe, ge in cases]
         + [
-            f"peak measured as {method}, causal, block {block}: {peak / 2**20:.2f} MiB vs "
-            f"n x n = {matrix / 2**20:.0f} MiB. Before issue 12 the peak was the process's "
-            "resident-set high-water mark, which depends on the allocator's state (1.84 vs "
-            "1.88 MiB in two orders of the quick tier); the tensor count is deterministic.",
-            f"Version 3 (issue 18): the seed's 'bitwise equal' (000:1170) as a seed margin: the "
-            f"fp32 outputs differ by up to {fwd:.1e} (not 0); in float64 by {fwd64:.1e}",
+            msg("peak measured as live tensor bytes (diagnostics.tensor_memory), causal, block "
+                "{block}: {peak_mib:.2f} MiB vs n x n = {matrix_mib:.0f} MiB. Before issue 12 the "
+                "peak was the process's resident-set high-water mark, which depends on the "
+                "allocator's state (1.84 vs 1.88 MiB in two orders of the quick tier); the tensor "
+                "count is deterministic.", block=block, peak_mib=peak / 2**20,
+                matrix_mib=matrix / 2**20),
+            msg("Version 3 (issue 18): the seed's 'bitwise equal' (000:1170) as a seed margin: "
+                "the fp32 outputs differ by up to {fwd:.1e} (not 0); in float64 by {fwd64:.1e}",
+                fwd=fwd, fwd64=fwd64),
             "Version 2 (issue 14): the falsifier is a bug planted in the online softmax (the "
             "running sum and output are not rescaled when the running max grows), which the "
             "exactness margins must catch; before, only the memory half was falsified (one "

@@ -22,6 +22,7 @@ from transformer_math.claims.registry import (
     claim,
     decide,
 )
+from transformer_math.i18n.message import msg
 from transformer_math.theory.kaplan_joint_law import KaplanJointLaw, product_form_fit
 
 GRID_N = [10 ** (6 + 0.5 * i) for i in range(9)]
@@ -117,20 +118,21 @@ def check_kaplan_joint_law(ctx: Context) -> Evidence:
         margins=margins,
         seed_margins=seed_margins,
         notes=[
-            "constants: the fit of eq. (1.5) in Kaplan et al. 2020, Table 2; the single-variable "
-            "laws (eq. 1.1-1.2: alpha_N 0.076, N_c 8.8e13; alpha_D 0.095, D_c 5.4e13, quoted by "
-            "the seed at 000:1126) are separate fits, the joint law's limits use its own "
-            "constants",
-            f"best product form on the 9 x 9 grid: L = {c:.3f} N^-{alpha:.4f} D^-{beta:.4f}, "
-            f"max relative error {fit_err:.3f}: the exponents are not alpha_N, alpha_D either",
+            msg("constants: the fit of eq. (1.5) in Kaplan et al. 2020, Table 2; the "
+                "single-variable laws (eq. 1.1-1.2: alpha_N 0.076, N_c 8.8e13; alpha_D 0.095, D_c "
+                "5.4e13, quoted by the seed at 000:1126) are separate fits, the joint law's "
+                "limits use its own constants"),
+            msg("best product form on the 9 x 9 grid: L = {c:.3f} N^-{alpha:.4f} D^-{beta:.4f}, "
+                "max relative error {fit_err:.3f}: the exponents are not alpha_N, alpha_D either",
+                c=c, alpha=alpha, beta=beta, fit_err=fit_err),
         ],
         figures=[Figure(
             title="Kaplan's joint law vs the best product form c N^-a D^-b",
             xlabel="tokens D", ylabel="loss (nats/token)", logx=True, logy=True,
             series=[s for n in (1e6, 1e8, 1e10) for s in (
-                Series(f"joint law, N = {n:.0e}", GRID_D, [law.loss(n, d) for d in GRID_D],
+                Series(msg("joint law, N = {n:.0e}", n=n), GRID_D, [law.loss(n, d) for d in GRID_D],
                        style="o-"),
-                Series(f"product fit, N = {n:.0e}", GRID_D,
+                Series(msg("product fit, N = {n:.0e}", n=n), GRID_D,
                        [c * n ** -alpha * d ** -beta for d in GRID_D], style="--"))])],
         details={"grid_N": GRID_N, "grid_D": GRID_D},
     )

@@ -38,6 +38,7 @@ from transformer_math.claims.registry import (
     decide,
 )
 from transformer_math.functional.norms import layer_norm
+from transformer_math.i18n.message import msg
 
 D = 16
 SIGMAS = [1.0, 0.3, 0.1, 0.03, 0.01, 1e-3, 1e-4]
@@ -158,8 +159,8 @@ def check_layernorm_eps_jacobian(ctx: Context) -> Evidence:
         figures=[Figure(
             title="LayerNorm Jacobian spectral norm vs input scale", xlabel="sigma",
             ylabel="|J|_2", logx=True, logy=True,
-            series=[Series("measured, eps = 0", SIGMAS, jac[0.0], style="o-"),
-                    Series("measured, eps = 1e-5", SIGMAS, jac[EPS], style="s-"),
+            series=[Series(msg("measured, eps = 0"), SIGMAS, jac[0.0], style="o-"),
+                    Series(msg("measured, eps = 1e-5"), SIGMAS, jac[EPS], style="s-"),
                     Series("1/sqrt(sigma^2 + eps)", SIGMAS, jac_pred[EPS], style="--")])],
         details={"sigmas": SIGMAS, "jacobian": {str(k): v for k, v in jac.items()}},
     )

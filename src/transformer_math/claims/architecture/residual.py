@@ -31,6 +31,7 @@ from transformer_math.claims.registry import (
     close_to,
     decide,
 )
+from transformer_math.i18n.message import msg
 from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.transformer import Transformer, TransformerBlock, build_transformer
 from transformer_math.theory.residual import rk4_solve
@@ -143,8 +144,8 @@ def check_residual_euler(ctx: Context) -> Evidence:
             "FFN output layer; before, a bare GeluMLP was iterated by theory.residual, so no "
             "project block ran. The reference x(T) is RK4 with 1024 steps on the block's own "
             "branch f(x) = FFN(LN(x)) (error O(h^4) ~ 1e-13, far below the Euler errors).",
-            f"relative error at L={depths[0]}: {errors[0]:.3e}, "
-            f"at L={depths[-1]}: {errors[-1]:.3e}",
+            msg("relative error at L={depths_0}: {errors_0:.3e}, at L={depths}: {errors:.3e}",
+                depths_0=depths[0], errors_0=errors[0], depths=depths[-1], errors=errors[-1]),
         ],
         figures=[_euler_figure(depths, errors)],
         details={"depths": depths, "errors": errors},

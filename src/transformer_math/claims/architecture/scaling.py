@@ -42,6 +42,7 @@ from transformer_math.claims.registry import (
     decide,
 )
 from transformer_math.diagnostics.flops import count_flops
+from transformer_math.i18n.message import msg
 from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.transformer import build_transformer
 from transformer_math.theory.scaling_laws import (
@@ -229,9 +230,10 @@ def check_chinchilla(ctx: Context) -> Evidence:
         margins=margins,
         seed_margins=seed_margins,
         notes=[
-            f"Counted: one forward + backward step of a project Transformer (d = 256, 2 layers, "
-            f"32 tokens) under FlopCounterMode: {counted:.4g} FLOPs; library c N D = "
-            f"{library:.4g} (N = parameters of the matrix products, embedding lookup excluded).",
+            msg("Counted: one forward + backward step of a project Transformer (d = 256, 2 "
+                "layers, 32 tokens) under FlopCounterMode: {counted:.4g} FLOPs; library c N D = "
+                "{library:.4g} (N = parameters of the matrix products, embedding lookup excluded).",
+                counted=counted, library=library),
             "Version 2 (issue 14): the former check reproduced Table 3 from Approach 1, which "
             "encodes D = 20 N and C = 6 N D, an identity; and its 'refuted' was a literal. Now "
             "the cost is counted, the optimum is found numerically on the fitted loss surface, "

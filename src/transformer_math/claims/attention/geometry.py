@@ -30,6 +30,7 @@ from transformer_math.claims.registry import (
     decide,
 )
 from transformer_math.functional import attention_logits
+from transformer_math.i18n.message import msg
 from transformer_math.nn.attention import MultiHeadAttention
 from transformer_math.nn.hooks import run_with_cache
 
@@ -124,9 +125,10 @@ def check_asymmetry(ctx: Context) -> Evidence:
             "Values: relative asymmetry ||A - A^T||_F / ||A||_F with W_Q = W_K, the smallest over "
             f"{batch} sequences x {heads} heads; predicted from the row normalisers Z_i alone "
             "(exp(S_ij) / Z_i).",
-            f"||S - S^T|| / ||S|| = {s_asym:.1e}; identity log A_ij - log A_ji = log Z_j - log "
-            f"Z_i holds to {identity_err:.1e}; with untied W_Q != W_K the asymmetry is "
-            f"{untied_asym:.3f}.",
+            msg("||S - S^T|| / ||S|| = {s_asym:.1e}; identity log A_ij - log A_ji = log Z_j - log "
+                "Z_i holds to {identity_err:.1e}; with untied W_Q != W_K the asymmetry is "
+                "{untied_asym:.3f}.", s_asym=s_asym, identity_err=identity_err,
+                untied_asym=untied_asym),
         ],
         details={
             "logit_asymmetry": s_asym,
@@ -156,14 +158,14 @@ def _spectrum_figure(svals: Tensor, sv_big: Tensor, n: int, d: int, heads: int) 
     floor = 1e-18
     d_k = d // heads
     return Figure(
-        title=f"Singular values of the logit matrix Q K^T (n = {n}, d = {d})",
+        title=msg("Singular values of the logit matrix Q K^T (n = {n}, d = {d})", n=n, d=d),
         xlabel="index i",
         ylabel="sigma_i / sigma_1",
         logy=True,
         series=[
-            Series(f"head 0 of H = {heads} (d_k = {d_k})", index,
+            Series(msg("head 0 of H = {heads} (d_k = {d_k})", heads=heads, d_k=d_k), index,
                    [max(float(s / svals[0, 0]), floor) for s in svals[0]], style="o-"),
-            Series(f"single head (d_k = {d})", index,
+            Series(msg("single head (d_k = {d})", d=d), index,
                    [max(float(s / sv_big[0]), floor) for s in sv_big], style="s-"),
         ],
         vlines=[(float(d_k), "d_k = d/H"), (float(d), "d")],
@@ -234,8 +236,9 @@ def check_low_rank_bottleneck(ctx: Context) -> Evidence:
         notes=[
             "Values: max numerical rank over the heads; the logit scale read back from the "
             "module's weights (worst head).",
-            f"Per-head ranks {ranks}; sigma_(d_k+1)/sigma_1 <= {gap_small:.1e} while "
-            f"sigma_(d_k)/sigma_1 >= {gap_big:.1e}; one head with d_k = d has rank {rank_big}.",
+            msg("Per-head ranks {ranks}; sigma_(d_k+1)/sigma_1 <= {gap_small:.1e} while "
+                "sigma_(d_k)/sigma_1 >= {gap_big:.1e}; one head with d_k = d has rank {rank_big}.",
+                ranks=ranks, gap_small=gap_small, gap_big=gap_big, rank_big=rank_big),
         ],
         figures=[_spectrum_figure(svals, torch.linalg.svdvals(raw_big[0, 0]), n, d, heads)],
         details={

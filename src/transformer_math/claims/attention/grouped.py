@@ -19,6 +19,7 @@ from transformer_math.claims.attention._common import (
     single_threaded,
 )
 from transformer_math.claims.registry import Context, Evidence, at_most, claim, decide
+from transformer_math.i18n.message import msg
 from transformer_math.nn import MultiHeadAttention
 from transformer_math.nn.init import no_init_draws
 
@@ -117,8 +118,9 @@ def check_gqa_grouping(ctx: Context) -> Evidence:
         tolerance=f"{tol:g} relative to max |output| (float64)",
         verdict=decide(margins),
         notes=[
-            "Value: the largest relative difference between the GQA module and either "
-            f"reference, over H_kv = 2, 4 and both backends (d = {d}, H = {h}, n = {n}).",
+            msg("Value: the largest relative difference between the GQA module and either "
+                "reference, over H_kv = 2, 4 and both backends (d = {d}, H = {h}, n = {n}).", d=d,
+                h=h, n=n),
             "Tiled key/value heads (query head h reading kv head h % H_kv, torch's .repeat) "
             "give a different, equally shaped module: loading a pretrained GQA checkpoint "
             "into it pairs the wrong heads, with no error raised.",

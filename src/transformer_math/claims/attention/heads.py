@@ -37,6 +37,7 @@ from transformer_math.claims.registry import (
     decide,
 )
 from transformer_math.claims.seeds import over_seeds
+from transformer_math.i18n.message import msg
 
 D = 8  # model width d (fixed over the sweep) and sequence length n
 Teacher = tuple[Tensor, Tensor, Tensor, Tensor]
@@ -85,7 +86,7 @@ def _fit(x: Tensor, y: Tensor, heads: int, head_dim: int, gen: torch.Generator,
 
 def _figure(sweep: list[int], errors: dict[str, list[float]]) -> Figure:
     return Figure(
-        title="Heads sweep at fixed d = 8: error of H heads of size d/H after training",
+        title=msg("Heads sweep at fixed d = 8: error of H heads of size d/H after training"),
         xlabel="number of heads H (head size d/H)",
         ylabel="relative squared error",
         logx=True,
@@ -211,8 +212,9 @@ def check_heads_sweep(ctx: Context) -> Evidence:
             f"{per_seed.lo('one_H4_minus_H1'):.3g} on the best seed).",
             "Thresholds (issue 31): chosen from one run per seed while building the claim, "
             "with the planted bug's values in view; not derived from a null model.",
-            "Bhojanapalli et al. 2020 (Theorem 1): a head of size d_k < n cannot express every "
-            "attention pattern; their remedy, head size independent of H, is the 4 x d arm.",
+            msg("Bhojanapalli et al. 2020 (Theorem 1): a head of size d_k < n cannot express "
+                "every attention pattern; their remedy, head size independent of H, is the 4 x d "
+                "arm."),
         ],
         figures=[_figure(sweep_h, first["errors"])],
         details={"sweep": sweep_h, "errors": first["errors"], "wide_heads_error": first["wide"]},

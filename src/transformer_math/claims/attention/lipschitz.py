@@ -35,6 +35,7 @@ from transformer_math.claims.registry import (
 from transformer_math.diagnostics import fit_power_law, jacobian_spectral_norm
 from transformer_math.functional.l2_attention import l2_self_attention
 from transformer_math.functional.norms import layer_norm
+from transformer_math.i18n.message import msg
 from transformer_math.nn.init import seeded
 
 # ---------------------------------------------------------------------------------------------
@@ -289,10 +290,10 @@ def check_not_globally_lipschitz(ctx: Context) -> Evidence:
             "The growth needs a suitable path: at generic inputs dot-product attention saturates "
             "and its Jacobian stays bounded; Lipschitz constants are suprema, and Kim et al.'s "
             "path (a token with x W_Q = 0, whose softmax row stays uniform) reaches infinity.",
-            f"000:378: deep linear network (8 layers, 12 x 12): exact Lipschitz {exact:.3g}, "
-            f"product of spectral norms {product:.3g}. With ||W_Q|| = ||W_K|| = ||W_V|| = "
-            f"||W_O|| = 1 the attention's ||J|| reaches {sn_top:.3g}: the product bounds "
-            "nothing there.",
+            msg("000:378: deep linear network (8 layers, 12 x 12): exact Lipschitz {exact:.3g}, "
+                "product of spectral norms {product:.3g}. With ||W_Q|| = ||W_K|| = ||W_V|| = "
+                "||W_O|| = 1 the attention's ||J|| reaches {sn_top:.3g}: the product bounds "
+                "nothing there.", exact=exact, product=product, sn_top=sn_top),
             "LayerNorm is functional.norms.layer_norm without affine parameters (eps = 1e-5).",
         ],
         figures=[_growth_figure(grid, norms)],

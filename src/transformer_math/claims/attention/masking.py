@@ -35,6 +35,7 @@ from transformer_math.claims.registry import (
 from transformer_math.diagnostics import convex_hull_test
 from transformer_math.functional import causal_mask, scaled_dot_product_attention
 from transformer_math.functional.positional import sinusoidal_encoding
+from transformer_math.i18n.message import msg
 from transformer_math.nn import MultiHeadAttention
 from transformer_math.nn.attention import KVCache
 from transformer_math.nn.feedforward import FEEDFORWARDS
@@ -230,9 +231,10 @@ def check_row_stochastic(ctx: Context) -> Evidence:
             "certified outside conv(V) (separating hyperplane) for the residual, the FFN and "
             "W_O o; single-head W_O o against conv(W_O v_j); two heads against "
             "conv(concat(v_j) W_O).",
-            f"Attention outputs: distance to conv(V) by projected gradient <= "
-            f"{attention_distance:.1e} (a second, weight-free view of the same fact); W_O o: "
-            f"distance to conv(W_O v_j) <= {one['max_distance']:.1e}.",
+            msg("Attention outputs: distance to conv(V) by projected gradient <= "
+                "{attention_distance:.1e} (a second, weight-free view of the same fact); W_O o: "
+                "distance to conv(W_O v_j) <= {max_distance:.1e}.",
+                attention_distance=attention_distance, max_distance=one['max_distance']),
             "000:221 counts W_O among the exits from conv(V): measured, W_O o leaves conv(V) "
             f"({exit_counts['W_O o (output projection)']}/{points} certified outside). A linear "
             "map keeps convex combinations (W_O sum_j a_j v_j = sum_j a_j W_O v_j), so no "
@@ -318,9 +320,10 @@ def check_permutation_equivariance(ctx: Context) -> Evidence:
         tolerance=f"{tol:g} relative to max |output| (float64)",
         verdict=decide(margins),
         notes=[
-            f"Permutation {perm.tolist()} of n = {n} tokens, d = {d}, H = {heads}.",
-            f"With the sinusoidal code added (exercise 8.3.1-2) the relative error is "
-            f"{with_pe:.3f}: position codes break equivariance.",
+            msg("Permutation {tolist} of n = {n} tokens, d = {d}, H = {heads}.",
+                tolist=perm.tolist(), n=n, d=d, heads=heads),
+            msg("With the sinusoidal code added (exercise 8.3.1-2) the relative error is "
+                "{with_pe:.3f}: position codes break equivariance.", with_pe=with_pe),
         ],
         details={"errors": errors, "error_with_position_code": with_pe},
         margins=margins,
@@ -516,9 +519,10 @@ def check_kv_cache_causal_alignment(ctx: Context) -> Evidence:
         notes=[
             "Order: max relative difference between block-by-block decoding and one causal "
             "forward (worst backend); weights on future keys; zero weights on allowed keys.",
-            f"Blocks {chunks} of a sequence of n = {n} tokens, d = {d}, H = {heads}. A top-left "
-            "aligned mask (query i sees keys j <= i, as torch SDPA's is_causal does when "
-            "q_len != k_len) starves every query after the prefill of its history.",
+            msg("Blocks {chunks} of a sequence of n = {n} tokens, d = {d}, H = {heads}. A "
+                "top-left aligned mask (query i sees keys j <= i, as torch SDPA's is_causal does "
+                "when q_len != k_len) starves every query after the prefill of its history.",
+                chunks=chunks, n=n, d=d, heads=heads),
         ],
         details={"chunks": chunks, "errors": errors, "future_weights": future,
                  "starved_allowed_keys": starved},
@@ -656,8 +660,8 @@ def check_fully_masked_rows(ctx: Context) -> Evidence:
         notes=[
             "Order: largest weight and largest output in fully masked rows (padding mask, "
             "boolean mask, both), non-finite outputs.",
-            "A finite mask value leaves a fully masked row with weights 1/8 on the padding "
-            "(softmax of equal logits), so its output is the mean of the padded values.",
+            msg("A finite mask value leaves a fully masked row with weights 1/8 on the padding "
+                "(softmax of equal logits), so its output is the mean of the padded values."),
             f"004:162-167: the seed's masked_fill(mask == 0, -1e9) on the same scores agrees "
             f"with the project on rows with an allowed key (max difference "
             f"{seed_live_diff:.1e}); it gives fully masked rows weights {seed_dead_weight:.4g} "

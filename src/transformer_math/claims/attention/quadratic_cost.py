@@ -38,6 +38,7 @@ from transformer_math.diagnostics import (
 from transformer_math.diagnostics.op_counts import WorkPolynomial
 from transformer_math.functional import scaled_dot_product_attention
 from transformer_math.functional.linear_attention import linear_attention_parallel
+from transformer_math.i18n.message import msg
 
 #: Tolerance on the log-log slope of the counted work (see ``check_quadratic_cost``).
 _COUNT_EXPONENT_TOL = 0.1
@@ -171,7 +172,8 @@ def _time_arms(ctx: Context, gen: torch.Generator) -> dict[str, Any]:
 def _count_figure(sizes: list[int], totals: dict[str, list[int]]) -> Figure:
     cx = [float(n) for n in sizes]
     return Figure(
-        title=f"Counted work of attention against sequence length (d = {_D}, one batch-head)",
+        title=msg("Counted work of attention against sequence length (d = {D}, one batch-head)",
+                  D=_D),
         xlabel="sequence length n",
         ylabel="multiply-adds + elements touched",
         logx=True,
@@ -192,17 +194,21 @@ def _count_figure(sizes: list[int], totals: dict[str, list[int]]) -> Figure:
 def _time_figure(timing: dict[str, Any]) -> Figure:
     exps = timing["exponents"]
     return Figure(
-        title=f"Attention time against sequence length (d = {_D}, one thread; information)",
+        title=msg("Attention time against sequence length (d = {D}, one thread; information)",
+                  D=_D),
         xlabel="sequence length n",
         ylabel="thread CPU seconds (minimum over repeats)",
         logx=True,
         logy=True,
         series=[
-            Series(f"full, 1 head (exponent {exps['full (thread)']:.2f})",
+            Series(msg("full, 1 head (exponent {full_thread:.2f})",
+                       full_thread=exps['full (thread)']),
                    [float(n) for n in timing["full_sizes"]], timing["full_seconds"]["thread"],
                    kind="scatter", style="o"),
-            Series(f"linear, {timing['linear_batch_heads']} heads (exponent "
-                   f"{exps['linear (thread)']:.2f})", [float(n) for n in timing["linear_sizes"]],
+            Series(msg("linear, {linear_batch_heads} heads (exponent {linear_thread:.2f})",
+                       linear_batch_heads=timing['linear_batch_heads'],
+                       linear_thread=exps['linear (thread)']),
+                   [float(n) for n in timing["linear_sizes"]],
                    timing["linear_seconds"]["thread"], kind="scatter", style="s"),
         ],
     )
@@ -310,8 +316,9 @@ def check_quadratic_cost(ctx: Context) -> Evidence:
             "Values: log-log exponents in n of the counted work (multiply-adds of matrix "
             "products + elements touched by every other operator) of full attention (reference "
             "backend) and of linear attention (linear backend). Deterministic.",
-            f"Exact work per batch-head (d = {_D}): full {_poly_text(polys['full'])}; linear "
-            f"{_poly_text(polys['linear'])}.",
+            msg("Exact work per batch-head (d = {D}): full {poly_text_full}; linear "
+                "{poly_text_linear}.", D=_D, poly_text_full=_poly_text(polys['full']),
+                poly_text_linear=_poly_text(polys['linear'])),
             time_note,
             "Changed for issue 12 (item 3): the verdict used to be thread-CPU time exponents "
             "(2 +- 0.35, 1 +- 0.35), which failed at 2.5 on a loaded machine; it is now counted "

@@ -39,6 +39,7 @@ from transformer_math.functional.attention import (
     default_scale,
     scaled_dot_product_attention,
 )
+from transformer_math.i18n.message import msg
 
 N_SIGMA = 5.0  # tolerance of the Monte-Carlo variances, in standard errors
 
@@ -242,12 +243,14 @@ def check_sqrt_dk_variance(ctx: Context) -> Evidence:
             "Order: Var(q.k) for d_k = 16, 64, 512; Var(q.k/sqrt(d_k)) for the same; "
             "Var(q.k) with W_Q at twice W_K's variance (d_k = 64, predicted d_k sigma_q^2 "
             "sigma_k^2 = 128); the same with the corrected factor sqrt(2 d_k).",
-            "Exercise 8.3.1-1: only the product sigma_q sigma_k matters. sigma_q = 2, sigma_k = "
-            f"0.5 gives Var(q.k) = {details_a['var_unscaled']:.1f} (predicted {d_k}), so "
-            "sqrt(d_k) stays right; W_Q at twice W_K's variance gives Var(q.k/sqrt(d_k)) = "
-            f"{details_b['var_with_standard_scale']:.3f} (predicted 2): the correct factor is "
-            "sigma_q sigma_k sqrt(d_k) = sqrt(2 d_k), which gives "
-            f"{details_b['var_with_corrected_scale']:.3f}.",
+            msg("Exercise 8.3.1-1: only the product sigma_q sigma_k matters. sigma_q = 2, sigma_k "
+                "= 0.5 gives Var(q.k) = {var_unscaled:.1f} (predicted {d_k}), so sqrt(d_k) stays "
+                "right; W_Q at twice W_K's variance gives Var(q.k/sqrt(d_k)) = "
+                "{var_with_standard_scale:.3f} (predicted 2): the correct factor is sigma_q "
+                "sigma_k sqrt(d_k) = sqrt(2 d_k), which gives {var_with_corrected_scale:.3f}.",
+                var_unscaled=details_a['var_unscaled'], d_k=d_k,
+                var_with_standard_scale=details_b['var_with_standard_scale'],
+                var_with_corrected_scale=details_b['var_with_corrected_scale']),
             "Tolerance: 5 standard errors of a sample variance, sqrt(2/(N-1) + (6/d_k)/N) "
             "relative (the 6/d_k term is the excess kurtosis of q.k).",
         ],

@@ -38,6 +38,7 @@ from transformer_math.functional.attention import (
     scaled_dot_product_attention,
 )
 from transformer_math.functional.softmax import naive_softmax, softmax_jacobian, stable_softmax
+from transformer_math.i18n.message import msg
 
 # ---------------------------------------------------------------------------------------------
 # attention.softmax-saturation
@@ -69,7 +70,8 @@ def _jacobian_autograd_error(logits: Tensor) -> float:
 def _saturation_figure(curve: list[dict[str, float]], grid: list[float], d_k: int,
                        n_keys: int, rows: int) -> Figure:
     return Figure(
-        title=f"Softmax saturation at d_k = {d_k}, {n_keys} keys (medians over {rows} rows)",
+        title=msg("Softmax saturation at d_k = {d_k}, {n_keys} keys (medians over {rows} rows)",
+                  d_k=d_k, n_keys=n_keys, rows=rows),
         xlabel="logit scale t (logits = t q.k)",
         ylabel="value",
         logx=True,
@@ -150,9 +152,10 @@ def check_softmax_saturation(ctx: Context) -> Evidence:
         notes=[
             "Order: unscaled median max weight, unscaled median ||J||_2, scaled median max "
             "weight, scaled median ||J||_2.",
-            f"Median row entropy: unscaled {unscaled['entropy']:.2e} nats, scaled "
-            f"{scaled['entropy']:.3f} nats (uniform: log 16 = {math.log(16):.3f}).",
-            f"softmax_jacobian agrees with autograd to {jac_err:.1e}.",
+            msg("Median row entropy: unscaled {entropy:.2e} nats, scaled {entropy_2:.3f} nats "
+                "(uniform: log 16 = {log_value:.3f}).", entropy=unscaled['entropy'],
+                entropy_2=scaled['entropy'], log_value=math.log(16)),
+            msg("softmax_jacobian agrees with autograd to {jac_err:.1e}.", jac_err=jac_err),
         ],
         figures=[_saturation_figure(curve, grid, d_k, n_keys, rows)],
         details={

@@ -25,6 +25,7 @@ from transformer_math.claims.registry import (
     close_to,
     decide,
 )
+from transformer_math.i18n.message import msg
 from transformer_math.theory.dyck_recognition import (
     Dyck1AttentionConstruction,
     deep_nesting,
@@ -146,17 +147,18 @@ def check_dyck_recognition(ctx: Context) -> Evidence:
         margins=margins,
         seed_margins=seed_margins,
         notes=[
-            f"Strings: every bit string of length 1..{short_max} (Catalan-many are Dyck "
-            "words: 1, 2, 5, 14, 42, ... at even n), and at n in "
-            f"{long_ns} 16 random Dyck words (cycle lemma), the deepest word, each word with "
-            "one symbol flipped, each word rotated by one (balance 0 with a negative prefix), "
-            "and 16 random strings. Reference: the definition (running counter).",
-            "Construction (theory.dyck_recognition): causal uniform attention writes the "
-            "prefix mean b_k/(k+1), a token-wise ReLU network with gain n + 1 flags negative "
-            "prefixes and a positive final balance, a second causal uniform attention counts "
-            "the flags at the last position. Depth 2 at every n; the gain grows with n like "
-            "the PARITY construction's (computation.parity-margin), and the margin is "
-            "1/(2(n+1)): Hahn's limit is on confidence, not on correctness.",
+            msg("Strings: every bit string of length 1..{short_max} (Catalan-many are Dyck words: "
+                "1, 2, 5, 14, 42, ... at even n), and at n in {long_ns} 16 random Dyck words "
+                "(cycle lemma), the deepest word, each word with one symbol flipped, each word "
+                "rotated by one (balance 0 with a negative prefix), and 16 random strings. "
+                "Reference: the definition (running counter).", short_max=short_max,
+                long_ns=long_ns),
+            msg("Construction (theory.dyck_recognition): causal uniform attention writes the "
+                "prefix mean b_k/(k+1), a token-wise ReLU network with gain n + 1 flags negative "
+                "prefixes and a positive final balance, a second causal uniform attention counts "
+                "the flags at the last position. Depth 2 at every n; the gain grows with n like "
+                "the PARITY construction's (computation.parity-margin), and the margin is "
+                "1/(2(n+1)): Hahn's limit is on confidence, not on correctness."),
             "Falsifier: the first layer without its causal mask (every position sees only "
             "the final balance, so ')(' is accepted).",
         ],

@@ -38,6 +38,7 @@ from transformer_math.claims.registry import (
 from transformer_math.data.parity import parity
 from transformer_math.diagnostics.fits import fit_power_law
 from transformer_math.functional.norms import layer_norm
+from transformer_math.i18n.message import msg
 from transformer_math.theory.parity_margin import ParityMarginConstruction, exhaustive_bits
 
 SEED_000_85 = "000 §8.3.5"
@@ -56,7 +57,8 @@ def _margin_figure(lengths: list[int], margins: list[float], predicted: list[flo
                     Series("1/(n+1)", xs, predicted, style="--")],
         ),
         Figure(
-            title=f"Cross-entropy per string at a fixed readout gain c = {READOUT_GAIN:g}",
+            title=msg("Cross-entropy per string at a fixed readout gain c = {READOUT_GAIN:g}",
+                      READOUT_GAIN=READOUT_GAIN),
             xlabel="n", ylabel="cross-entropy (bits)", logx=True,
             series=[Series("raw output y (Hahn: -> 1 bit)", xs, ce_fixed, style="o-"),
                     Series("LayerNorm(y, -y), eps = 0 (Chiang & Cholak)", xs, ce_ln,
@@ -221,15 +223,16 @@ def check_parity_margin(ctx: Context) -> Evidence:
             "gain n + 1; inputs exhaustive for n <= 12, 16 random strings otherwise. The 1/(n+1) "
             "is not written into any weight: it is the softmax weight of each of the n + 1 keys "
             "(BOS and the bits), so the measured margin tests the project's attention.",
-            "version 3 (issue 18): the claim now reports what the measurement shows about the "
-            "seed: zero errors at every n refutes the reading of Hahn's lemma as an error-rate "
-            "bound (000:864, 000:125; seed margin), and two measured conditions were added: "
-            f"the cross-entropy at a readout gain c = {READOUT_GAIN:g} fixed in advance rises "
-            "towards 1 bit (Hahn's actual statement: confidence), and the project's LayerNorm "
-            "(functional.norms.layer_norm, eps = 0, no affine) applied to (y, -y) gives a "
-            "margin of exactly 1 at every n (Chiang & Cholak's remedy). With the default "
-            f"eps = 1e-5 the LayerNorm margin is {[round(v, 3) for v in ln_eps_margin]}: eps "
-            "caps it once y^2 is comparable to eps (Chiang & Cholak set eps = 0).",
+            msg("version 3 (issue 18): the claim now reports what the measurement shows about the "
+                "seed: zero errors at every n refutes the reading of Hahn's lemma as an "
+                "error-rate bound (000:864, 000:125; seed margin), and two measured conditions "
+                "were added: the cross-entropy at a readout gain c = {READOUT_GAIN:g} fixed in "
+                "advance rises towards 1 bit (Hahn's actual statement: confidence), and the "
+                "project's LayerNorm (functional.norms.layer_norm, eps = 0, no affine) applied to "
+                "(y, -y) gives a margin of exactly 1 at every n (Chiang & Cholak's remedy). With "
+                "the default eps = 1e-5 the LayerNorm margin is {value}: eps caps it once y^2 is "
+                "comparable to eps (Chiang & Cholak set eps = 0).", READOUT_GAIN=READOUT_GAIN,
+                value=[round(v, 3) for v in ln_eps_margin]),
             "version 2 (issue 14): backend sdpa -> reference (the project's own softmax); "
             "falsifier = planted bug computation.parity-position-off-by-one in "
             "theory/parity_margin.py (positions i / n instead of i / (n + 1)); slope margin.",

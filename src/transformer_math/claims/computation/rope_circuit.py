@@ -21,6 +21,7 @@ from transformer_math.claims.registry import (
 )
 from transformer_math.functional.rope import apply_rotary, rope_cos_sin, rotary_matrix
 from transformer_math.functional.rope_scaling import default_inv_freq
+from transformer_math.i18n.message import msg
 from transformer_math.theory.rope_circuit import rope_block_matrix, seed_rope_circuit_matrix
 
 HEAD_DIMS = (4, 8, 64)
@@ -116,15 +117,17 @@ def check_rope_circuit_shape(ctx: Context) -> Evidence:
         margins=margins,
         seed_margins=seed_margins,
         notes=[
-            f"d_k in {list(HEAD_DIMS)}, m in {list(POSITIONS)}, theta_i = 10000^(-2i/d_k) "
-            "(functional.rope_scaling.default_inv_freq), interleaved pairing; apply_rotary "
-            "forms its angles in float32 (FACTS.md), hence the 1e-5 tolerance at m <= 100.",
-            "The seed's pseudo-code transcribed (theory.rope_circuit.seed_rope_circuit_matrix, "
-            "exact cos/sin instead of its rational approximations): it returns "
-            f"{shapes} (2 d_k x 2 d_k); its lower-right d_k block is R(m) to "
-            f"{seed_corner:.1e} and the top-left block is the identity it started from, so "
-            "R x is not even defined for a d_k-dimensional query. The gate count it annotates "
-            "(O(d_k log m)) is not a result of Chen et al. (see computation.precision-claims).",
+            msg("d_k in {list_HEAD_DIMS}, m in {list_POSITIONS}, theta_i = 10000^(-2i/d_k) "
+                "(functional.rope_scaling.default_inv_freq), interleaved pairing; apply_rotary "
+                "forms its angles in float32 (FACTS.md), hence the 1e-5 tolerance at m <= 100.",
+                list_HEAD_DIMS=list(HEAD_DIMS), list_POSITIONS=list(POSITIONS)),
+            msg("The seed's pseudo-code transcribed "
+                "(theory.rope_circuit.seed_rope_circuit_matrix, exact cos/sin instead of its "
+                "rational approximations): it returns {shapes} (2 d_k x 2 d_k); its lower-right "
+                "d_k block is R(m) to {seed_corner:.1e} and the top-left block is the identity it "
+                "started from, so R x is not even defined for a d_k-dimensional query. The gate "
+                "count it annotates (O(d_k log m)) is not a result of Chen et al. (see "
+                "computation.precision-claims).", shapes=shapes, seed_corner=seed_corner),
         ],
         details={"seed_lower_right_block_error": seed_corner},
     )

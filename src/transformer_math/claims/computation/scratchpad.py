@@ -21,13 +21,14 @@ from transformer_math.claims.registry import (
 )
 from transformer_math.claims.seeds import over_seeds
 from transformer_math.experiments import parity_scratchpad
+from transformer_math.i18n.message import msg
 
 SEED_000_85 = "000 §8.3.5"
 
 
 def _accuracy_figure(res: parity_scratchpad.ParityScratchpadResult, big_l: int) -> Figure:
     return Figure(
-        title=f"PARITY accuracy by length (trained on lengths 1..{big_l})",
+        title=msg("PARITY accuracy by length (trained on lengths 1..{big_l})", big_l=big_l),
         xlabel="length n", ylabel="accuracy of the final answer",
         series=[Series(f"scratchpad={arm}", [float(n) for n in r.accuracy_by_length],
                        list(r.accuracy_by_length.values()), style="o-")
@@ -135,9 +136,9 @@ def check_parity(ctx: Context) -> Evidence:
             + (" (antithetic pairs: x and x with one random bit flipped)" if cfg.paired_eval
                else "")
             + ", greedy autoregressive decoding (every scratchpad token is the model's own).",
-            f"seeds {sweep.seeds}; first seed: direct "
-            f"{ {k: round(v, 3) for k, v in direct.items()} }, scratchpad "
-            f"{ {k: round(v, 3) for k, v in pad.items()} }",
+            msg("seeds {seeds}; first seed: direct {value}, scratchpad {value_2}",
+                seeds=sweep.seeds, value={k: round(v, 3) for k, v in direct.items()},
+                value_2={k: round(v, 3) for k, v in pad.items()}),
             "Tolerance: 3 binomial standard errors at p = 1/2 over the evaluation strings.",
             "Inconclusive when the direct arm has not learnt PARITY at L (its chance level "
             "beyond L then says nothing about length generalisation) or when it is not at "

@@ -27,6 +27,7 @@ from transformer_math.diagnostics.sensitivity import (
     boolean_sensitivity,
     single_flip_sensitivity,
 )
+from transformer_math.i18n.message import msg
 
 SEED_000_85 = "000 §8.3.5"
 
@@ -102,11 +103,11 @@ def check_hahn_sensitivity(ctx: Context) -> Evidence:
         tolerance={"slope_abs": 0.2},
         verdict=decide(margins),
         notes=[
-            f"One seeded single-head layer (MultiHeadAttention, d = 16, float64, weights "
-            f"N(0, 1/d), unit-norm symbol embeddings), output read at BOS; {samples} random "
-            "strings per n, one random position flipped in each.",
-            "Tolerance +-0.2 on the slope is the one stated by CLAIMS.md; the fit's R^2 is "
-            f"{fit.r2:.5f}.",
+            msg("One seeded single-head layer (MultiHeadAttention, d = 16, float64, weights N(0, "
+                "1/d), unit-norm symbol embeddings), output read at BOS; {samples} random strings "
+                "per n, one random position flipped in each.", samples=samples),
+            msg("Tolerance +-0.2 on the slope is the one stated by CLAIMS.md; the fit's R^2 is "
+                "{r2:.5f}.", r2=fit.r2),
             "PARITY sensitivity = fraction of (string, position) pairs whose flip changes "
             f"PARITY, on 8 random strings per n: {min(parity_sens):g} (the definition; reported, "
             "not a pass condition).",

@@ -21,6 +21,7 @@ from transformer_math.claims.registry import (
     claim,
     decide,
 )
+from transformer_math.i18n.message import msg
 from transformer_math.theory.parity_margin import exhaustive_bits
 from transformer_math.theory.sorting_circuits import all_inputs, counting_circuit, sorting_circuit
 
@@ -109,12 +110,14 @@ def check_sorting_counting(ctx: Context) -> Evidence:
         margins=margins,
         seed_margins=seed_margins,
         notes=[
-            f"Sorting: all {small.shape[0]} inputs of 4 numbers of {bits} bits, and 64 random "
-            "inputs of 16 numbers of 8 bits (16 of them with only 16 distinct values, so ties "
-            "occur), compared with torch.sort. Counting: every string of length 1..10 and 64 "
-            "random strings of length 64, compared with the sum.",
-            f"Gate counts (polynomial): sorting 16 numbers of 8 bits uses {gates['sorting']} "
-            f"threshold gates in 5 layers; counting 64 bits uses {gates['counting_n64']} in 2.",
+            msg("Sorting: all {shape_0} inputs of 4 numbers of {bits} bits, and 64 random inputs "
+                "of 16 numbers of 8 bits (16 of them with only 16 distinct values, so ties "
+                "occur), compared with torch.sort. Counting: every string of length 1..10 and 64 "
+                "random strings of length 64, compared with the sum.", shape_0=small.shape[0],
+                bits=bits),
+            msg("Gate counts (polynomial): sorting 16 numbers of 8 bits uses {sorting} threshold "
+                "gates in 5 layers; counting 64 bits uses {counting_n64} in 2.",
+                sorting=gates['sorting'], counting_n64=gates['counting_n64']),
             "TC^0 membership of sorting does not mean a trained Transformer sorts; it means the "
             "TC^0 upper bound (Merrill & Sabharwal) gives no reason why it could not.",
         ],

@@ -24,6 +24,7 @@ from transformer_math.claims.registry import (
 )
 from transformer_math.claims.seeds import PerSeed, over_seeds
 from transformer_math.experiments import component_ablation
+from transformer_math.i18n.message import msg
 
 SEED_000_84 = "000 §8.3.4"
 SUCCESS, GAP = 0.9, 0.1  # "fits" = accuracy >= 0.9; "falls short" = 0.1 below the full block
@@ -60,13 +61,15 @@ def _run_seed(ctx: Context) -> tuple[dict[str, float], component_ablation.Compon
 def _figures(res: component_ablation.ComponentAblationResult) -> list[Figure]:
     task = res.config.task
     losses = Figure(
-        title=f"Component ablation on {task}: final evaluation loss (seed {res.config.seed})",
+        title=msg("Component ablation on {task}: final evaluation loss (seed {seed})", task=task,
+                  seed=res.config.seed),
         xlabel="variant (index)", ylabel="cross-entropy (nats)",
         series=[Series(name, [float(i)], [res.results[name].eval_loss], kind="bar")
                 for i, name in enumerate(res.results)],
     )
     curves = Figure(
-        title=f"Component ablation on {task}: training loss (seed {res.config.seed})",
+        title=msg("Component ablation on {task}: training loss (seed {seed})", task=task,
+                  seed=res.config.seed),
         xlabel="step", ylabel="cross-entropy (nats)",
         series=[Series(k, [float(s) for s in v.curve_steps], v.curve_losses)
                 for k, v in res.results.items()],
@@ -164,11 +167,13 @@ def check_component_ablation(ctx: Context) -> Evidence:
         seed_margins=seed_margins,
         per_seed=sweep.to_json(),
         notes=[
-            f"task {cfg.task}: V = {cfg.spec.vocab_size}, n = {cfg.spec.seq_len}, "
-            f"C = {cfg.spec.num_classes}; d = {cfg.embed_dim}, {cfg.num_heads} heads, "
-            f"{cfg.train.steps} steps x batch {cfg.train.batch_size}, no positions "
-            f"(the task is permutation equivariant); arms {arms}; {len(sweep.seeds)} seeds, "
-            "every pass condition on the worst seed.",
+            msg("task {task}: V = {vocab_size}, n = {seq_len}, C = {num_classes}; d = "
+                "{embed_dim}, {num_heads} heads, {steps} steps x batch {batch_size}, no positions "
+                "(the task is permutation equivariant); arms {arms}; {len_seeds} seeds, every "
+                "pass condition on the worst seed.", task=cfg.task, vocab_size=cfg.spec.vocab_size,
+                seq_len=cfg.spec.seq_len, num_classes=cfg.spec.num_classes,
+                embed_dim=cfg.embed_dim, num_heads=cfg.num_heads, steps=cfg.train.steps,
+                batch_size=cfg.train.batch_size, arms=arms, len_seeds=len(sweep.seeds)),
             f"token-wise Bayes ceiling (exact) {res.tokenwise_ceiling:.4f}; tolerance: "
             f"{tol_text}.",
             _NOTES_SEED,
@@ -181,8 +186,8 @@ def check_component_ablation(ctx: Context) -> Evidence:
             "all (norm 'none'), 3 seeds, and the refutation is the seed margin 'attention "
             "alone falls short on some seed' failing. Falsifier: a bug in experiments.presets "
             "that builds every arm as a full block (the FFN-only arm then sees context).",
-            "issue 12: tiny is V = 4, n = 6, C = 4 (token-wise ceiling 0.461), d = 32, "
-            "800 steps x batch 64, exact evaluation on all 4^6 inputs.",
+            msg("issue 12: tiny is V = 4, n = 6, C = 4 (token-wise ceiling 0.461), d = 32, 800 "
+                "steps x batch 64, exact evaluation on all 4^6 inputs."),
         ],
         figures=_figures(res),
         details={"tokenwise_ceiling": res.tokenwise_ceiling,

@@ -32,6 +32,7 @@ from transformer_math.claims.registry import (
     claim,
     decide,
 )
+from transformer_math.i18n.message import msg
 from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.transformer import Transformer, build_transformer
 
@@ -226,10 +227,10 @@ def check_contextual_mapping(ctx: Context) -> Evidence:
             "Version 4 (issue 31): 000:704 (multi-step reasoning) is no longer refuted. The "
             "2x-rounding floor is a weak bar (generic maps clear it by decades) and is reported "
             "as such: it is the distinguishability the seed denies, nothing more.",
-            f"Random single-layer attention maps (2 heads, d = {d}, float64) of the project's "
-            "Transformer: token embedding + sinusoidal position, one attention-only block "
-            "without norms, so the hidden state is x + Attn(x); the ids are passed with their "
-            "attention mask (all ones). Worst case over the trials of each set.",
+            msg("Random single-layer attention maps (2 heads, d = {d}, float64) of the project's "
+                "Transformer: token embedding + sinusoidal position, one attention-only block "
+                "without norms, so the hidden state is x + Attn(x); the ids are passed with their "
+                "attention mask (all ones). Worst case over the trials of each set.", d=d),
             "Version 3 (issue 18): the seed's 'one layer cannot distinguish all sequences' "
             "(000:739) is a seed margin on the same measurement, and the check runs "
             "on every sequence of {a,b,c}^4 as well as the toy: one layer separates all "
@@ -242,8 +243,9 @@ def check_contextual_mapping(ctx: Context) -> Evidence:
             "the seed's toy encoding); a layer whose attention carries no context (falsifier: "
             "attention_mask inverted into the key padding mask, every key masked) gives them "
             "distance 0.",
-            "first coordinate of some codes (toy, trial 1): "
-            + ", ".join(f"{k}: {v:.4f}" for k, v in example.items()),
+            msg("first coordinate of some codes (toy, trial 1): a@1 in ab: {ab:.4f}, a@1 in aa: "
+                "{aa1:.4f}, a@2 in ba: {ba:.4f}, a@2 in aa: {aa2:.4f}", ab=example["a@1 in ab"],
+                aa1=example["a@1 in aa"], ba=example["a@2 in ba"], aa2=example["a@2 in aa"]),
         ],
         details={"example_codes_first_coordinate": example, "toy": toy, "81_sequences": big},
     )

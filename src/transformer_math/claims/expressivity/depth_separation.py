@@ -22,6 +22,7 @@ from transformer_math.claims.registry import (
     decide,
 )
 from transformer_math.diagnostics.fits import fit_power_law
+from transformer_math.i18n.message import msg
 from transformer_math.nn.init import no_init_draws
 from transformer_math.theory.approximation import relu_interpolant_1d
 from transformer_math.theory.sawtooth import count_linear_pieces, sawtooth_network
@@ -125,13 +126,14 @@ def check_depth_separation(ctx: Context) -> Evidence:
             f"k = {ks[0]}..{ks[-1]}; pieces counted from the network's outputs on a uniform "
             "grid (slope changes between cells, relative tolerance 1e-9); the dyadic grid "
             "contains every breakpoint j/2^k of t^k.",
-            f"Shallow nets: {6 if tiny else 50} random one-hidden-layer nets per width m in "
-            f"{{4, 16, 64}} with breakpoints at random points of the counting grid ({cells} "
-            "cells of [0, 1]), so each "
-            "breakpoint is one slope change; coinciding breakpoints merge. 'pieces <= m + 1' "
-            "is the measured side of the bound.",
-            f"At k = {ks[-1]}: {deep_units[-1]} units in {ks[-1]} layers vs "
-            f"{shallow_units[-1]} units in one layer. The seed is right here (000:767).",
+            msg("Shallow nets: {value} random one-hidden-layer nets per width m in {{4, 16, 64}} "
+                "with breakpoints at random points of the counting grid ({cells} cells of [0, "
+                "1]), so each breakpoint is one slope change; coinciding breakpoints merge. "
+                "'pieces <= m + 1' is the measured side of the bound.", value=6 if tiny else 50,
+                cells=cells),
+            msg("At k = {ks}: {deep_units} units in {ks} layers vs {shallow_units} units in one "
+                "layer. The seed is right here (000:767).", ks=ks[-1], deep_units=deep_units[-1],
+                shallow_units=shallow_units[-1]),
         ],
         figures=[fig],
     )

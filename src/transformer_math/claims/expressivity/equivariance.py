@@ -27,6 +27,7 @@ from transformer_math.claims.seeds import over_seeds
 from transformer_math.data.sequence_tasks import TaskSpec, equivariant_accuracy_ceiling
 from transformer_math.experiments import position_equivariance
 from transformer_math.experiments.presets import tiny_transformer_config
+from transformer_math.i18n.message import msg
 from transformer_math.nn.config import SUBLAYERS
 from transformer_math.nn.position import LearnedPositionalEmbedding
 from transformer_math.nn.transformer import build_transformer
@@ -119,15 +120,18 @@ def check_no_position_equivariant(ctx: Context) -> Evidence:
         verdict=decide(margins),
         margins=margins,
         notes=[
-            f"{gaps['count']} random models (sublayers {', '.join(SUBLAYERS)}; 1 and 2 layers; "
-            f"experiments.presets on the one Transformer), positions={positions!r}, float64; "
-            f"inputs of length {spec.seq_len} over {spec.vocab_size} tokens so that equal "
-            "tokens recur.",
+            msg("{count} random models (sublayers {sublayers}; 1 and 2 layers; experiments.presets "
+                "on the one Transformer), positions={positions!r}, float64; inputs of length "
+                "{seq_len} over {vocab_size} tokens so that equal tokens recur.",
+                count=gaps["count"], sublayers=", ".join(SUBLAYERS), positions=positions,
+                seq_len=spec.seq_len, vocab_size=spec.vocab_size),
             "Tolerance 1e-9 x output scale: exact symmetry up to float64 rounding.",
-            "Consequence (exact given the multiset, Monte Carlo over 4000 multisets): no model "
-            f"without positions exceeds accuracy {ceilings['reverse']:.3f} on reverse or "
-            f"{ceilings['copy_first']:.3f} on copy-first at n = {spec.seq_len}, V = "
-            f"{spec.vocab_size}. Training: claim expressivity.no-position-fit.",
+            msg("Consequence (exact given the multiset, Monte Carlo over 4000 multisets): no "
+                "model without positions exceeds accuracy {reverse:.3f} on reverse or "
+                "{copy_first:.3f} on copy-first at n = {seq_len}, V = {vocab_size}. Training: "
+                "claim expressivity.no-position-fit.", reverse=ceilings['reverse'],
+                copy_first=ceilings['copy_first'], seq_len=spec.seq_len,
+                vocab_size=spec.vocab_size),
         ],
         details={"equivariant_ceilings": ceilings, "output_scale": gaps["scale"]},
     )
@@ -135,7 +139,7 @@ def check_no_position_equivariant(ctx: Context) -> Evidence:
 
 def _loss_curves(res: position_equivariance.PositionEquivarianceResult) -> Figure:
     return Figure(
-        title=f"{res.config.task}: training loss with and without positions",
+        title=msg("{task}: training loss with and without positions", task=res.config.task),
         xlabel="step", ylabel="cross-entropy (nats)",
         series=[Series(f"positions={k}", [float(s) for s in v.curve_steps], v.curve_losses)
                 for k, v in res.results.items()],
@@ -198,15 +202,17 @@ def check_no_position_fit(ctx: Context) -> Evidence:
         margins=margins,
         per_seed=sweep.to_json(),
         notes=[
-            f"task {cfg.task}, n = {cfg.spec.seq_len}, V = {cfg.spec.vocab_size}; "
-            f"{cfg.num_layers}-layer full blocks, d = {cfg.embed_dim}, {cfg.train.steps} steps; "
-            f"equivariant ceiling {res.equivariant_ceiling:.4f} (exact given the multiset); "
-            f"{len(sweep.seeds)} seeds, the pass condition on the worst seed.",
+            msg("task {task}, n = {seq_len}, V = {vocab_size}; {num_layers}-layer full blocks, d "
+                "= {embed_dim}, {steps} steps; equivariant ceiling {equivariant_ceiling:.4f} "
+                "(exact given the multiset); {len_seeds} seeds, the pass condition on the worst "
+                "seed.", task=cfg.task, seq_len=cfg.spec.seq_len, vocab_size=cfg.spec.vocab_size,
+                num_layers=cfg.num_layers, embed_dim=cfg.embed_dim, steps=cfg.train.steps,
+                equivariant_ceiling=res.equivariant_ceiling, len_seeds=len(sweep.seeds)),
             f"Tolerance: {tol_text}. 'Fits' means accuracy >= 0.9 (chance is 1/V).",
-            "issue 12 (tiny failed at seed 0: 20 steps fitted nothing, 0.36 with positions): "
-            "tiny now trains 500 steps x batch 64 and evaluates on all 4^4 = 256 inputs, so "
-            "the accuracies and the ceiling are exact and the no-position bound is an exact "
-            "inequality (before: 64 sampled sequences, tolerance 0.19).",
+            msg("issue 12 (tiny failed at seed 0: 20 steps fitted nothing, 0.36 with positions): "
+                "tiny now trains 500 steps x batch 64 and evaluates on all 4^4 = 256 inputs, so "
+                "the accuracies and the ceiling are exact and the no-position bound is an exact "
+                "inequality (before: 64 sampled sequences, tolerance 0.19)."),
             "Version 2 (issue 14): 3 seeds (over_seeds, worst seed decides); the falsifier is "
             "a bug in experiments.presets (the position argument is not forwarded, so the "
             "'no-position' arm gets a learned table), not a keyword of the check.",

@@ -25,6 +25,7 @@ from transformer_math.claims.registry import (
     claim,
     decide,
 )
+from transformer_math.i18n.message import msg
 from transformer_math.theory.relu_lookup import relu_lookup
 
 
@@ -89,11 +90,11 @@ def check_ffn_lookup(ctx: Context) -> Evidence:
         verdict=decide(margins),
         margins=margins,
         notes=[
-            f"{trials} random one-layer attention maps (expressivity.contextual-mapping's "
-            "code_model, vocabulary 3, d = 8, float64) on all 81 sequences of length 4: 324 "
-            "codes; targets N(0, 1) in R^2 per code; lookup = Linear(8, 324) -> ReLU -> "
-            "Linear(324, 2) built by theory.relu_lookup (biases between sorted projections, "
-            "output weights by forward substitution).",
+            msg("{trials} random one-layer attention maps (expressivity.contextual-mapping's "
+                "code_model, vocabulary 3, d = 8, float64) on all 81 sequences of length 4: 324 "
+                "codes; targets N(0, 1) in R^2 per code; lookup = Linear(8, 324) -> ReLU -> "
+                "Linear(324, 2) built by theory.relu_lookup (biases between sorted projections, "
+                "output weights by forward substitution).", trials=trials),
             "The seed's step 3 (000:741) is right that a two-layer ReLU FFN maps finitely many "
             "distinct codes to any outputs; it is an exact interpolation (memorisation) result "
             "with N units, not only the approximation of the Cybenko/Leshno theorems.",

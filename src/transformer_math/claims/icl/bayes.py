@@ -28,6 +28,7 @@ from transformer_math.claims.registry import (
     decide,
 )
 from transformer_math.data.regression import make_task_pool, sample_regression
+from transformer_math.i18n.message import msg
 from transformer_math.theory.icl_baselines import (
     bayes_ridge_lambda,
     bayes_risk_given_inputs,
@@ -81,7 +82,8 @@ def bayes_figures(r: dict[str, Any], mass: list[float]) -> list[Figure]:
             vlines=[(NOISE_VAR / TAU2, "sigma^2 / tau^2")],
         ),
         Figure(
-            title=f"dMMSE posterior mass on the true task (M = {NUM_TASKS})",
+            title=msg("dMMSE posterior mass on the true task (M = {NUM_TASKS})",
+                      NUM_TASKS=NUM_TASKS),
             xlabel="context examples K",
             ylabel="mean posterior mass",
             series=[Series("measured", [float(i) for i in K_GRID], mass, "line", "o-")],
@@ -152,13 +154,15 @@ def check_bayes_posterior(ctx: Context) -> Evidence:
         verdict=decide(margins),
         margins=margins,
         notes=[
-            f"D = {DIM}, sigma^2 = {NOISE_VAR}, tau^2 = {TAU2}, M = {NUM_TASKS}; ridge on 6 "
-            f"context pairs, 10000 prompts; lambda = theory.icl_baselines.bayes_ridge_lambda "
-            f"= {claimed}",
+            msg("D = {DIM}, sigma^2 = {NOISE_VAR}, tau^2 = {TAU2}, M = {NUM_TASKS}; ridge on 6 "
+                "context pairs, 10000 prompts; lambda = theory.icl_baselines.bayes_ridge_lambda = "
+                "{claimed}", DIM=DIM, NOISE_VAR=NOISE_VAR, TAU2=TAU2, NUM_TASKS=NUM_TASKS,
+                claimed=claimed),
             "version 2 (issue 14): falsifier = planted bug icl.ridge-lambda-inverted in the "
             "library (was a keyword variant of the check)",
-            f"Monte Carlo over (w, noise) too: risk {r['risk_mc']:.4f} +- {r['stderr']:.4f} vs "
-            f"Bayes {bayes:.4f} ({abs(r['risk_mc'] - bayes) / r['stderr']:.2f} standard errors)",
+            msg("Monte Carlo over (w, noise) too: risk {risk_mc:.4f} +- {stderr:.4f} vs Bayes "
+                "{bayes:.4f} ({value:.2f} standard errors)", risk_mc=r['risk_mc'],
+                stderr=r['stderr'], bayes=bayes, value=abs(r['risk_mc'] - bayes) / r['stderr']),
             NOTE_ISSUE_12,
         ],
         figures=bayes_figures(r, mass),

@@ -28,6 +28,7 @@ from transformer_math.claims.registry import (
     claim,
     decide,
 )
+from transformer_math.i18n.message import msg
 from transformer_math.nn.linear_self_attention import regression_tokens
 from transformer_math.theory.icl_demo_risk import one_layer_optimal_risk, one_layer_optimal_step
 
@@ -137,20 +138,21 @@ def check_demo_count_noise(ctx: Context) -> Evidence:
         verdict=decide(margins),
         margins=margins,
         notes=[
-            f"d = {DIM}, k in {DEMOS}; one constructed LSA layer per (k, sigma^2) with eta* "
-            "from theory.icl_demo_risk; common random numbers: each prompt's k demos are the "
-            "first k of 32, the noise one N(0, 1) draw scaled by sigma (paired differences)",
+            msg("d = {DIM}, k in {DEMOS}; one constructed LSA layer per (k, sigma^2) with eta* "
+                "from theory.icl_demo_risk; common random numbers: each prompt's k demos are the "
+                "first k of 32, the noise one N(0, 1) draw scaled by sigma (paired differences)",
+                DIM=DIM, DEMOS=DEMOS),
             "000:1062's items (2) context length and (3) order/representativeness are outside "
             "this model: the layer is permutation invariant in its demos (measured), so order "
             "can only matter through positional information a real transformer adds",
-            f"max z = {z_max:.2f}; min decrease z = {decrease_z:.1f}; min noise z = "
-            f"{noise_z:.1f}",
+            msg("max z = {z_max:.2f}; min decrease z = {decrease_z:.1f}; min noise z = "
+                "{noise_z:.1f}", z_max=z_max, decrease_z=decrease_z, noise_z=noise_z),
         ],
         figures=[Figure(
             title="One-layer ICL risk vs number of demos", xlabel="demos k",
             ylabel="E (y_hat - y_q)^2", logx=True, logy=True,
             series=[s for noise in NOISES for s in (
-                Series(f"measured, sigma^2 = {noise:g}", [float(k) for k in DEMOS],
+                Series(msg("measured, sigma^2 = {noise:g}", noise=noise), [float(k) for k in DEMOS],
                        risk[noise], style="o"),
                 Series(f"R*, sigma^2 = {noise:g}", [float(k) for k in DEMOS],
                        [one_layer_optimal_risk(DIM, k, noise) for k in DEMOS], style="--"))])],

@@ -34,6 +34,7 @@ from transformer_math.claims.registry import (
     decide,
 )
 from transformer_math.diagnostics.fits import fit_power_law
+from transformer_math.i18n.message import msg
 from transformer_math.nn.linear_self_attention import regression_tokens
 from transformer_math.theory.icl_construction import least_squares_terms
 
@@ -201,8 +202,8 @@ def check_depth_condition_number(ctx: Context) -> Evidence:
         verdict=decide(margins),
         margins=margins,
         notes=[
-            f"d = {DIM}, N = {N}; H = X^T X / N with eigenvalues log-spaced in [1/kappa, 1]; "
-            "w* spread evenly over the eigenvectors; eta = 1/lambda_max",
+            msg("d = {DIM}, N = {N}; H = X^T X / N with eigenvalues log-spaced in [1/kappa, 1]; "
+                "w* spread evenly over the eigenvectors; eta = 1/lambda_max", DIM=DIM, N=N),
             "measured "
             + ", ".join(f"kappa {r['kappa']:.0f}: {r['measured'][eps]} layers" for r in rows)
             + f" for eps = 1e-6 (log(1/eps) = {log_inv:.1f})",
@@ -213,8 +214,8 @@ def check_depth_condition_number(ctx: Context) -> Evidence:
             "version 2 (issue 31): the refutations of 000:963 and 000:1399 and the seed margin "
             "'layers <= 2 log(1/eps) whatever kappa' are dropped (a fixed-kappa statement read "
             "for every kappa); expected verified",
-            f"|X^T X / k - Sigma|_F / |Sigma|_F for k = {ks}: "
-            + ", ".join(f"{e:.3f}" for e in h_errs),
+            msg("|X^T X / k - Sigma|_F / |Sigma|_F for k = {ks}: {errors}", ks=ks,
+                errors=", ".join(f"{e:.3f}" for e in h_errs)),
         ],
         figures=[Figure(
             title="Stacked GD layers: relative distance to OLS by condition number",

@@ -28,6 +28,7 @@ from transformer_math.claims.registry import (
     claim,
     decide,
 )
+from transformer_math.i18n.message import msg
 from transformer_math.nn.init import no_init_draws
 from transformer_math.nn.linear_self_attention import LinearSelfAttention, regression_tokens
 from transformer_math.theory.icl_construction import (
@@ -250,7 +251,8 @@ def check_neumann_ols(ctx: Context) -> Evidence:
             "was a step eta = 2.2 / lambda_max chosen by the check",
             f"eta = 1 / lambda_max(H) = {r['eta']:.4f}; "
             f"2/lambda_max = {2 / r['lam_max']:.4f}",
-            f"max |model w_L - Neumann partial sum| = {r['neumann_gap']:.2e}",
+            msg("max |model w_L - Neumann partial sum| = {neumann_gap:.2e}",
+                neumann_gap=r['neumann_gap']),
             "issue 12 (margins over seeds 0-4 at tiny): N = 24 -> 96 context pairs, so that "
             "kappa(H) ~ 2.3 instead of ~6 and 40 layers converge for every seed (seed 4 had "
             "|w_40 - w*| / |w*| = 1.5e-3 > 1e-3 at N = 24); the bound is also checked at the w* "

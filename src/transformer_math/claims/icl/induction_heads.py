@@ -28,6 +28,7 @@ from transformer_math.experiments.induction_heads import (
     hand_built_induction_model,
     loss_and_patterns,
 )
+from transformer_math.i18n.message import msg
 
 
 def induction_figure(c: TrainingCurves, r: InductionHeadsResult, cross: int | None) -> Figure:
@@ -38,7 +39,8 @@ def induction_figure(c: TrainingCurves, r: InductionHeadsResult, cross: int | No
         xlabel="training step",
         ylabel="score / loss",
         series=[
-            Series(f"induction score (best head, layer {last})", xs, c.max_induction(last)),
+            Series(msg("induction score (best head, layer {last})",
+                       last=last), xs, c.max_induction(last)),
             Series("previous-token score (best head, layer 0)", xs, c.max_previous_token(0)),
             Series("in-context loss / ln(vocab)", xs,
                    [v / math.log(r.config.vocab_size) for v in c.in_context_loss]),
@@ -141,8 +143,10 @@ def check_induction_heads(ctx: Context) -> Evidence:
         margins=margins,
         per_seed=sweep.to_json(),
         notes=[
-            f"config {r.config} (seed {sweep.seeds[0]}); seeds {sweep.seeds}",
-            f"run time of the first seed {r.seconds:.1f} s (2-layer + control)",
+            msg("config {config} (seed {seeds_0}); seeds {seeds}", config=r.config,
+                seeds_0=sweep.seeds[0], seeds=sweep.seeds),
+            msg("run time of the first seed {seconds:.1f} s (2-layer + control)",
+                seconds=r.seconds),
             "version 2 (issue 14): three seeds, worst seed decides; the structural margin "
             "'layers checked >= 2' is gone",
             NOTE_STEPS,
@@ -207,9 +211,10 @@ def check_induction_circuit(ctx: Context) -> Evidence:
         tolerance="scores >= 0.99 (hard attention; the rest is exponentially small)",
         verdict=decide(margins),
         margins=margins,
-        notes=[f"vocab {vocab}, L = {half}, {batch} sequences of L distinct tokens repeated "
-               "twice; experiments.induction_heads.hand_built_induction_model (reference "
-               "attention backend, causal mask from functional.masks)",
+        notes=[msg("vocab {vocab}, L = {half}, {batch} sequences of L distinct tokens repeated "
+                   "twice; experiments.induction_heads.hand_built_induction_model (reference "
+                   "attention backend, causal mask from functional.masks)", vocab=vocab, half=half,
+                   batch=batch),
                "the quick counterpart of icl.induction-heads: the circuit that training should "
                "find, checked on the project's Transformer without training"],
         details={"vocab": vocab, "half_len": half},

@@ -27,6 +27,7 @@ from transformer_math.claims.registry import (
 from transformer_math.claims.seeds import over_seeds
 from transformer_math.data.regression import sample_regression
 from transformer_math.experiments import task_diversity
+from transformer_math.i18n.message import msg
 from transformer_math.nn.transformer import build_transformer
 
 
@@ -228,8 +229,9 @@ def check_task_diversity(ctx: Context) -> Evidence:
         decisive=decisive,
         per_seed=sweep.to_json(),
         notes=[
-            f"scaled down per FACTS.md: {r.config} (seed {sweep.seeds[0]}); seeds {sweep.seeds}",
-            f"run time of the first seed {r.seconds:.1f} s",
+            msg("scaled down per FACTS.md: {config} (seed {seeds_0}); seeds {seeds}",
+                config=r.config, seeds_0=sweep.seeds[0], seeds=sweep.seeds),
+            msg("run time of the first seed {seconds:.1f} s", seconds=r.seconds),
             NOTE_NARROWED,
             NOTE_INCONCLUSIVE,
             f"ridge side at M = {m_large}: contrast (d_dmmse - d_ridge) / sum per seed "

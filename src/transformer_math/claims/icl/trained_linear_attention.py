@@ -29,6 +29,7 @@ from transformer_math.claims.registry import (
 from transformer_math.claims.seeds import over_seeds
 from transformer_math.data.regression import sample_regression
 from transformer_math.experiments import icl_gd, icl_preconditioner
+from transformer_math.i18n.message import msg
 from transformer_math.theory.icl_construction import ahn_gamma, ahn_optimal_preconditioner
 
 
@@ -109,8 +110,9 @@ def check_trained_matches_gd(ctx: Context) -> Evidence:
         margins=margins,
         per_seed=sweep.to_json(),
         notes=[
-            f"config {first.config} (seed {sweep.seeds[0]}); seeds {sweep.seeds}",
-            f"run time of the first seed {first.seconds:.1f} s",
+            msg("config {config} (seed {seeds_0}); seeds {seeds}", config=first.config,
+                seeds_0=sweep.seeds[0], seeds=sweep.seeds),
+            msg("run time of the first seed {seconds:.1f} s", seconds=first.seconds),
             *first.notes,
             "version 2 (issue 14): the cosine of sensitivities does not depend on eta, so the "
             "eta-sensitive relative RMS against GD(f eta*) (f = 0.8, 1, 1.25) was added; "
@@ -120,8 +122,8 @@ def check_trained_matches_gd(ctx: Context) -> Evidence:
             "version 3 (issue 31): falsifier = planted bug data.regression-uniform-not-centred "
             "in data/regression.py (the training prompts' x ~ U(0, 1)^d); it was "
             "icl.line-search-eta-per-pair on the GD baseline",
-            "issue 12: tiny trains 3 initialisations and keeps the best on a validation batch "
-            "(seed 4 stayed at a saddle with one: cosine 0.485); see ICLGDConfig.tiny",
+            msg("issue 12: tiny trains 3 initialisations and keeps the best on a validation batch "
+                "(seed 4 stayed at a saddle with one: cosine 0.485); see ICLGDConfig.tiny"),
         ],
         figures=[gd_figure(first)],
         details={"eta_gd": [r.eta_gd for r in sweep.runs],
@@ -190,12 +192,15 @@ def check_preconditioned_optimum(ctx: Context) -> Evidence:
         margins=margins,
         per_seed=sweep.to_json(),
         notes=[
-            f"config {first.config} (seed {sweep.seeds[0]}); seeds {sweep.seeds}",
-            f"run time of the first seed {first.seconds:.1f} s",
-            f"restart risks of the first seed {[round(v, 4) for v in first.restart_risks]} "
-            "(best kept)",  # held-out risk of each restart after screen_steps (see the config)
-            "error vs Sigma^-1 (the seed's 'approximates Sigma^{-1}', 000:967) per seed: "
-            f"{[round(v, 3) for v in sweep['relative_error_vs_sigma_inverse']]}: reported",
+            msg("config {config} (seed {seeds_0}); seeds {seeds}", config=first.config,
+                seeds_0=sweep.seeds[0], seeds=sweep.seeds),
+            msg("run time of the first seed {seconds:.1f} s", seconds=first.seconds),
+            # held-out risk of each restart after screen_steps (see the config)
+            msg("restart risks of the first seed {risks} (best kept)",
+                risks=[round(v, 4) for v in first.restart_risks]),
+            msg("error vs Sigma^-1 (the seed's 'approximates Sigma^{{-1}}', 000:967) per seed: "
+                "{value}: reported",
+                value=[round(v, 3) for v in sweep['relative_error_vs_sigma_inverse']]),
             "version 2 (issue 14): three seeds, worst seed decides; threshold 0.15 unchanged",
             "version 3 (issue 19): at default (3 restarts x 3000 steps) seed 1 failed: every "
             "restart stopped at the rank-1 saddle (held-out risks 2.217, 2.180, 2.192 vs the "

@@ -27,6 +27,7 @@ from transformer_math.functional.linear_attention import (
     linear_attention_parallel,
     linear_attention_recurrent,
 )
+from transformer_math.i18n.message import msg
 
 F64 = torch.float64
 
@@ -84,8 +85,9 @@ def check_linear_attention_rnn(ctx: Context) -> Evidence:
         notes=[
             "max |parallel - recurrent| and |parallel - chunked(c=5)| over three feature maps, "
             "with and without a prefix of cached keys (bottom-right causal alignment), float64.",
-            f"The recurrent state has m*d_v + m = {m * d_v + m} numbers for 'favor' whatever "
-            "the length; tolerance 1e-12 covers float64 round-off of sums of <= 30 terms.",
+            msg("The recurrent state has m*d_v + m = {value} numbers for 'favor' whatever the "
+                "length; tolerance 1e-12 covers float64 round-off of sums of <= 30 terms.",
+                value=m * d_v + m),
         ],
         details={"errors": errors},
     )

@@ -29,6 +29,7 @@ from transformer_math.functional.linear_attention import (
     draw_random_projection,
     positive_random_features,
 )
+from transformer_math.i18n.message import msg
 
 F64 = torch.float64
 
@@ -93,8 +94,9 @@ def _error_figure(sweep: _Sweep, betas: list[float], ms: list[int]) -> Figure:
     series = []
     xs = [float(m) for m in ms]
     for b in betas:
-        series.append(Series(f"measured, beta={b}", xs, sweep.measured[b], style="o-"))
-        series.append(Series(f"Performer formula, beta={b}", xs, sweep.predicted[b], style="--"))
+        series.append(Series(msg("measured, beta={b}", b=b), xs, sweep.measured[b], style="o-"))
+        series.append(Series(msg("Performer formula, beta={b}",
+                                 b=b), xs, sweep.predicted[b], style="--"))
     return Figure(
         title="Positive random features: relative RMS error of the softmax kernel vs m",
         xlabel="number of random features m",
@@ -108,8 +110,8 @@ def _error_figure(sweep: _Sweep, betas: list[float], ms: list[int]) -> Figure:
 def _notes(pairs: int, d: int, redraws: int, m_max: int, bias_tol: float,
            sharper: bool, features_for_10pct: dict[str, int]) -> list[str]:
     return [
-        f"{pairs} unit-norm (q, k) pairs in d={d}, kernel exp(beta q.k), {redraws} "
-        "independent redraws of an iid Gaussian projection per m.",
+        msg("{pairs} unit-norm (q, k) pairs in d={d}, kernel exp(beta q.k), {redraws} independent "
+            "redraws of an iid Gaussian projection per m.", pairs=pairs, d=d, redraws=redraws),
         "Tolerances: the slope is fitted over a 64-256x range of m from Monte-Carlo RMS "
         "values whose own relative error is ~10-20% (heavy-tailed lognormal estimates), "
         "hence +-0.1 on the slope and 25% on the ratio to Performer's variance formula; "
@@ -120,8 +122,9 @@ def _notes(pairs: int, d: int, redraws: int, m_max: int, bias_tol: float,
         "whose spread between seeds is ~1 by construction, so its margin could never be "
         "three times the spread; now an absolute bias at the largest m, and 32 (was 10) "
         "redraws at size tiny to steady the slope and formula ratio.",
-        f"Sharper kernels need more features: at every m the error grows with beta "
-        f"({sharper}); features for 10% RMS error: {features_for_10pct}.",
+        msg("Sharper kernels need more features: at every m the error grows with beta "
+            "({sharper}); features for 10% RMS error: {features_for_10pct}.", sharper=sharper,
+            features_for_10pct=features_for_10pct),
         "Version 2 (issue 14): the falsifier is the planted bug "
         "linear-attention.favor-no-norm-correction in functional.linear_attention (was a "
         "keyword of the check); the check and its thresholds are unchanged.",

@@ -24,6 +24,7 @@ from transformer_math.claims.registry import (
     decide,
 )
 from transformer_math.functional.attention import scaled_dot_product_attention
+from transformer_math.i18n.message import msg
 from transformer_math.nn.kernel_regression import GaussianKernel, nadaraya_watson_weights
 
 F64 = torch.float64
@@ -131,8 +132,9 @@ def check_gaussian_equivalence(ctx: Context) -> Evidence:
             "max |softmax attention weights - normalised kernel weights| in float64; the "
             "Gaussian side uses explicit differences q - k (nn.kernel_regression).",
             "Tolerance 1e-12: float64 exponentials of logits below ~10 in magnitude.",
-            f"bandwidth s = {bandwidth} (beta = 1/s^2); {t} queries, {n} keys in d = {d}; "
-            "general keys: the unit keys times norms uniform in [0.5, 1.5].",
+            msg("bandwidth s = {bandwidth} (beta = 1/s^2); {t} queries, {n} keys in d = {d}; "
+                "general keys: the unit keys times norms uniform in [0.5, 1.5].",
+                bandwidth=bandwidth, t=t, n=n, d=d),
             "Refuted (000:472): the seed lets exp(-|k|^2/2s^2) cancel too; it is a factor per "
             "key, not per row, so it cancels only for equal key norms.",
         ],

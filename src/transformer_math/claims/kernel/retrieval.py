@@ -31,6 +31,7 @@ from transformer_math.functional.linear_attention import (
     linear_attention,
     linear_attention_parallel,
 )
+from transformer_math.i18n.message import msg
 
 F64 = torch.float64
 BETAS = [1.0, 4.0, 16.0, 64.0, 256.0]
@@ -107,9 +108,9 @@ def check_linear_vs_softmax_retrieval(ctx: Context) -> Evidence:
         tolerance="softmax >= 0.99 at the top beta; linear <= 0.5; ranks exact",
         verdict=decide(margins),
         notes=[
-            f"Mean weight on the right key for beta = {BETAS} (one-hot values: the output row "
-            "is the attention row); n = 32 unit keys in d = 8; linear attention with m = d "
-            "features (elu + 1).",
+            msg("Mean weight on the right key for beta = {BETAS} (one-hot values: the output row "
+                "is the attention row); n = 32 unit keys in d = 8; linear attention with m = d "
+                "features (elu + 1).", BETAS=BETAS),
             "000:528 is right here: exact retrieval needs sharp attention, which softmax gives "
             "and a finite feature map does not (the rank of phi(Q) phi(K)^T is at most m).",
         ],

@@ -33,6 +33,7 @@ from transformer_math.claims.registry import (
     claim,
     decide,
 )
+from transformer_math.i18n.message import msg
 from transformer_math.nn.init import seeded
 from transformer_math.nn.sets import DeepSets
 
@@ -207,7 +208,8 @@ def check_set_function_audit(ctx: Context) -> Evidence:
             "Both Deep Sets run the library's DeepSets.forward with sum pooling; only phi and "
             "rho are the explicit maps of the sum-decomposition (no training: representability "
             "is a property of the function class, not of an optimiser).",
-            f"Smallest true gap over the 64 sets: {errors['smallest_gap_min_true']:.3g}.",
+            msg("Smallest true gap over the 64 sets: {smallest_gap_min_true:.3g}.",
+                smallest_gap_min_true=errors['smallest_gap_min_true']),
             "Efficiency, not ability: the power-sum phi needs a latent width n (Wagstaff et al. "
             "2019: a continuous sum-decomposition of functions of n reals needs width >= n); a "
             "Set Transformer sees pairs directly at O(n^2) (SAB).",

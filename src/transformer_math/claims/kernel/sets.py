@@ -33,6 +33,7 @@ from transformer_math.experiments.deepsets_vs_set_transformer import (
 )
 from transformer_math.experiments.memo import memoized
 from transformer_math.functional.positional import sinusoidal_encoding
+from transformer_math.i18n.message import msg
 from transformer_math.nn.init import seeded
 from transformer_math.nn.sets import DeepSets, SetAttentionBlock, SetTransformer
 
@@ -124,9 +125,9 @@ def check_set_invariance(ctx: Context) -> Evidence:
         verdict=decide(margins),
         margins=margins,
         notes=[
-            f"max |f(P x) - f(x)| (invariance) and |SAB(P x) - P SAB(x)| (equivariance) over "
-            f"{draws} draws of an independent random permutation per set, a batch of {batch} "
-            f"sets of {n} elements, float64.",
+            msg("max |f(P x) - f(x)| (invariance) and |SAB(P x) - P SAB(x)| (equivariance) over "
+                "{draws} draws of an independent random permutation per set, a batch of {batch} "
+                "sets of {n} elements, float64.", draws=draws, batch=batch, n=n),
             "Position code: the same measurement with a sinusoidal code added by slot; the "
             "margin is the smallest (over models) of the largest change. Batch 16 and 10 draws "
             "(was 4 and 5): with 4 sets the smallest change (mean pooling) varied by 30% "
@@ -139,7 +140,8 @@ def check_set_invariance(ctx: Context) -> Evidence:
 
 def _accuracy_figure(result: DeepSetsVsSetTransformerResult) -> Figure:
     return Figure(
-        title=f"Pairwise set task: held-out accuracy during training (seed {result.config.seed})",
+        title=msg("Pairwise set task: held-out accuracy during training (seed {seed})",
+                  seed=result.config.seed),
         xlabel="training step",
         ylabel="accuracy (chance 0.5)",
         series=[
@@ -172,19 +174,20 @@ def _pairwise_notes(cfg: DeepSetsVsSetTransformerConfig, sweep: PerSeed,
         f"{result.positive_fraction:.3f}), sets with D in [r/{cfg.band}, {cfg.band} r] not "
         f"drawn; {cfg.train_steps} Adam steps of batch {cfg.batch_size} (one-cycle, peak lr "
         f"{cfg.lr}), {cfg.eval_sets} held-out sets; parameters {result.parameters}.",
-        f"Seeds {sweep.seeds}: gap mean {sweep.mean('gap'):.4f}, spread "
-        f"{sweep.spread('gap'):.4f}, min {min(gap):.4f}; the margin is the worst seed's gap.",
+        msg("Seeds {seeds}: gap mean {mean_value:.4f}, spread {spread_value:.4f}, min "
+            "{min_gap:.4f}; the margin is the worst seed's gap.", seeds=sweep.seeds,
+            mean_value=sweep.mean('gap'), spread_value=sweep.spread('gap'), min_gap=min(gap)),
         f"Required gap {REQUIRED_GAP}: chosen from a 5-seed sweep at size tiny of the clean "
         "library AND the planted bug (version 2; issue 31: a threshold set with the falsifier "
         "in view, not derived); the held-out accuracy has standard error <= "
         f"0.5/sqrt({cfg.eval_sets}) = {se:.3f}, so a gap derived from sampling error alone "
         f"(3 standard errors of a difference) would be {3 * math.sqrt(2) * se:.3f}.",
-        "Why the Set Transformer wins: attention scores are functions of pairs, so one SAB "
-        "compares every point with every other before pooling; Deep Sets must detect a close "
-        "pair through per-point features phi alone (a partition of the square into cells of "
-        "side ~r). The falsifier (SABs attending over the batch axis) keeps PMA and every "
-        "parameter but removes the pairwise interaction: its gap was 0.032, 0.055, -0.340, "
-        "-0.029, 0.101 on seeds 0-4 (caught on the worst of three seeds).",
+        msg("Why the Set Transformer wins: attention scores are functions of pairs, so one SAB "
+            "compares every point with every other before pooling; Deep Sets must detect a close "
+            "pair through per-point features phi alone (a partition of the square into cells of "
+            "side ~r). The falsifier (SABs attending over the batch axis) keeps PMA and every "
+            "parameter but removes the pairwise interaction: its gap was 0.032, 0.055, -0.340, "
+            "-0.029, 0.101 on seeds 0-4 (caught on the worst of three seeds)."),
     ]
 
 

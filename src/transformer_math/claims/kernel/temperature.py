@@ -24,6 +24,7 @@ from transformer_math.claims.registry import (
 )
 from transformer_math.diagnostics.attention_stats import mean_attention_entropy
 from transformer_math.functional.attention import scaled_dot_product_attention
+from transformer_math.i18n.message import msg
 
 F64 = torch.float64
 
@@ -163,12 +164,12 @@ def check_temperature_bandwidth(ctx: Context) -> Evidence:
         margins=margins,
         seed_margins=seed_margins,
         notes=[*_notes(), (
-            f"000:454 (version 3, issue 18): with the raw keys (norms "
-            f"{float(k.norm(dim=-1).min()):.2f}-{float(k.norm(dim=-1).max()):.2f}) the "
-            f"beta = 1e3 output is not the nearest neighbour's value for {raw_disagree} of "
-            f"{t} queries; with the keys rescaled to unit norm, for {eq_disagree} of {t} "
-            "(||q - k||^2 = ||q||^2 - 2 q.k + ||k||^2: only "
-            "the ||k||^2 term separates the two).")],
+            msg("000:454 (version 3, issue 18): with the raw keys (norms {min:.2f}-{max:.2f}) the "
+                "beta = 1e3 output is not the nearest neighbour's value for {raw_disagree} of {t} "
+                "queries; with the keys rescaled to unit norm, for {eq_disagree} of {t} (||q - "
+                "k||^2 = ||q||^2 - 2 q.k + ||k||^2: only the ||k||^2 term separates the two).",
+                min=float(k.norm(dim=-1).min()), max=float(k.norm(dim=-1).max()),
+                raw_disagree=raw_disagree, t=t, eq_disagree=eq_disagree))],
         figures=[fig],
         details={"min_gap": float(gap.min()), "bound_hi_max": float(bound_hi.max()),
                  "nearest_neighbour": nearest.tolist(), "beta_1e3_pick": picked.tolist(),

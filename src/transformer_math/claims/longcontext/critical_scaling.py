@@ -38,6 +38,7 @@ from transformer_math.functional.critical_scaling import (
     simplex_self_weight,
     simplex_tokens,
 )
+from transformer_math.i18n.message import msg
 
 F64 = torch.float64
 
@@ -53,7 +54,8 @@ def _self_weights(n: int, rho: float, scale_of_n: float) -> float:
 def _self_weight_figure(table: dict[float, list[float]], gammas: list[float], ns: list[int],
                         rho: float, gamma_c: float) -> Figure:
     return Figure(
-        title=f"Self-weight A_ii vs gamma (rho = {rho}, logits gamma log(n) <y_i, y_j>)",
+        title=msg("Self-weight A_ii vs gamma (rho = {rho}, logits gamma log(n) <y_i, y_j>)",
+                  rho=rho),
         xlabel="gamma",
         ylabel="A_ii (mean diagonal attention weight)",
         series=[
@@ -77,22 +79,23 @@ def _notes(rho: float, ns: list[int], finite_n: float, max_dev: float) -> list[s
     n_max = ns[-1]
     seed_multiplier = {n: seed_polylog_scale_fn(1.0)(1, n) for n in (4096, 32768, 65536)}
     return [
-        f"Tokens: {n_max} unit vectors with pairwise cosine {rho} (simplex configuration), "
-        "attention computed by the project's reference backend; A_ii measured for n in "
-        f"{ns} and 11 values of gamma in [0.5, 1.5] gamma_c.",
-        f"Crossing of A_ii = 1/2 at n = {n_max}; at finite n it sits at "
-        f"log(n-1)/((1-rho) log n) = {finite_n:.4f}, within 5% of gamma_c for n >= 16 "
-        "(tolerance), and moves to gamma_c as n grows.",
+        msg("Tokens: {n_max} unit vectors with pairwise cosine {rho} (simplex configuration), "
+            "attention computed by the project's reference backend; A_ii measured for n in {ns} "
+            "and 11 values of gamma in [0.5, 1.5] gamma_c.", n_max=n_max, rho=rho, ns=ns),
+        msg("Crossing of A_ii = 1/2 at n = {n_max}; at finite n it sits at log(n-1)/((1-rho) log "
+            "n) = {finite_n:.4f}, within 5% of gamma_c for n >= 16 (tolerance), and moves to "
+            "gamma_c as n grows.", n_max=n_max, finite_n=finite_n),
         "The configuration is deterministic (simplex tokens, no random draw): the margins "
         "do not move between seeds.",
-        f"Measured A_ii agrees with the closed form 1/(1 + (n-1) n^(-gamma(1-rho))) to "
-        f"{max_dev:.2e} (independent check of the implementation).",
-        "Refuted (004 ch. 11), measured: softmax(QK^T / sqrt(d_k f(T))) with f(T) = 1 + c "
-        "loglog T or 1 + c (log T)^1.5 DIVIDES the logits by a growing factor, so the "
-        f"multiplier falls with T (c = 1: {seed_multiplier}); the same A_ii measurement at "
-        "the seed's multiplier (d_k = 1 for unit tokens), for c in {0, 0.25, ..., 4} and both "
-        "forms, falls with n for every c and never reaches 1/2: no critical c (seed_margins), "
-        "the opposite of the paper's beta_n = gamma log n, which grows.",
+        msg("Measured A_ii agrees with the closed form 1/(1 + (n-1) n^(-gamma(1-rho))) to "
+            "{max_dev:.2e} (independent check of the implementation).", max_dev=max_dev),
+        msg("Refuted (004 ch. 11), measured: softmax(QK^T / sqrt(d_k f(T))) with f(T) = 1 + c "
+            "loglog T or 1 + c (log T)^1.5 DIVIDES the logits by a growing factor, so the "
+            "multiplier falls with T (c = 1: {seed_multiplier}); the same A_ii measurement at the "
+            "seed's multiplier (d_k = 1 for unit tokens), for c in {{0, 0.25, ..., 4}} and both "
+            "forms, falls with n for every c and never reaches 1/2: no critical c (seed_margins), "
+            "the opposite of the paper's beta_n = gamma log n, which grows.",
+            seed_multiplier=seed_multiplier),
         "Unsupported (004 ch. 11): the Llama-2 7B perplexity table (5.47 / 6.12 / 7.45 / "
         "9.83 / 13.2) is not in arXiv 2510.05554 (FACTS.md) and cannot be reproduced here.",
     ]

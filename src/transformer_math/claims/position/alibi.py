@@ -13,6 +13,7 @@ from transformer_math.claims.registry import (
     decide,
 )
 from transformer_math.functional.positional import alibi_bias
+from transformer_math.i18n.message import msg
 from transformer_math.nn.attention import MultiHeadAttention
 from transformer_math.nn.hooks import run_with_cache
 from transformer_math.nn.init import seeded
@@ -82,6 +83,7 @@ def check_alibi(ctx: Context) -> Evidence:
         tolerance="1e-6 relative (float32 slopes), 1e-5 for float32 softmax logs",
         verdict=decide(margins),
         margins=margins,
-        notes=["head counts 1, 2, 4, 6, 8, 12, 16, 24; slopes read back from the attention "
-               "weights of a 6-head MultiHeadAttention (W_Q = W_K = 0) against the closed form"],
+        notes=[msg("head counts 1, 2, 4, 6, 8, 12, 16, 24; slopes read back from the attention "
+                   "weights of a 6-head MultiHeadAttention (W_Q = W_K = 0) against the closed "
+                   "form")],
     )

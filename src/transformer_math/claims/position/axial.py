@@ -25,6 +25,7 @@ from transformer_math.functional.rope import (
     rope_angles,
 )
 from transformer_math.functional.rope_scaling import default_inv_freq
+from transformer_math.i18n.message import msg
 from transformer_math.theory.positions import axial_angles_closed_form, seed_ndim_rope_tables
 from transformer_math.theory.rope_audit import (
     module_apply_with_seed_signature,
@@ -199,10 +200,11 @@ def check_axial_rope(ctx: Context) -> Evidence:
         verdict=decide(margins, seed_margins),
         margins=margins,
         seed_margins=seed_margins,
-        notes=["axial sections of the 1-D frequency list (M-RoPE style), 2 and 3 axes, "
-               f"head_dim {head_dim}, base 100; the seed's einsum 'd,p->dp' cannot even take a "
-               "(n_dims, max_pos) product of a 1-D position vector: its cache is (1, 1, max_pos, "
-               "head_dim/2), which does not broadcast against (B, H, T, head_dim)"],
+        notes=[msg("axial sections of the 1-D frequency list (M-RoPE style), 2 and 3 axes, "
+                   "head_dim {head_dim}, base 100; the seed's einsum 'd,p->dp' cannot even take a "
+                   "(n_dims, max_pos) product of a 1-D position vector: its cache is (1, 1, "
+                   "max_pos, head_dim/2), which does not broadcast against (B, H, T, head_dim)",
+                   head_dim=head_dim)],
     )
 
 

@@ -22,6 +22,7 @@ from transformer_math.claims.registry import (
     exceeds,
 )
 from transformer_math.functional.positional import sinusoidal_table
+from transformer_math.i18n.message import msg
 from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.transformer import build_transformer
 from transformer_math.theory.positions import vaswani_shift_matrix, vaswani_sinusoid
@@ -168,12 +169,14 @@ def check_sinusoidal_shift(ctx: Context) -> Evidence:
         verdict=decide(margins, seed_margins),
         margins=margins,
         seed_margins=seed_margins,
-        notes=[f"dim {dim}, positions 0..{n + 199}, shifts {shifts}; the formula and M(D) from "
-               "theory/positions.py (Python floats), PE from functional/positional.py",
-               f"base 100, d 64: lowest wavelength 544; positions 0..{inj['base100_n'] - 1}; "
-               "|PE(p + D) - PE(p)| = (sum_i 4 sin^2(D θ_i/2))^(1/2) is the same for every p",
-               "one pair (d = 2, θ = 1): PE(p) = PE(q) would need p - q ∈ 2πZ; the nearest "
-               "return below 4096 is D = 710 (710 / 113 ≈ 2π), still 6e-5 away"],
+        notes=[msg("dim {dim}, positions 0..{value}, shifts {shifts}; the formula and M(D) from "
+                   "theory/positions.py (Python floats), PE from functional/positional.py",
+                   dim=dim, value=n + 199, shifts=shifts),
+               msg("base 100, d 64: lowest wavelength 544; positions 0..{value}; |PE(p + D) - "
+                   "PE(p)| = (sum_i 4 sin^2(D θ_i/2))^(1/2) is the same for every p",
+                   value=inj['base100_n'] - 1),
+               msg("one pair (d = 2, θ = 1): PE(p) = PE(q) would need p - q ∈ 2πZ; the nearest "
+                   "return below 4096 is D = 710 (710 / 113 ≈ 2π), still 6e-5 away")],
     )
 
 
@@ -266,8 +269,8 @@ def check_kv_cache_compatibility(ctx: Context) -> Evidence:
         verdict=decide(margins, seed_margins),
         margins=margins,
         seed_margins=seed_margins,
-        notes=["2-layer pre-LN Transformer (hidden 32, 4 heads), prefix 5 then 7 cached steps; "
-               "the sinusoidal code is added before the K/V projections, so a cached key at "
-               "position j never changes; recomputation is only needed when positions of "
-               "cached tokens change (e.g. sliding windows with re-indexing, dynamic NTK)"],
+        notes=[msg("2-layer pre-LN Transformer (hidden 32, 4 heads), prefix 5 then 7 cached "
+                   "steps; the sinusoidal code is added before the K/V projections, so a cached "
+                   "key at position j never changes; recomputation is only needed when positions "
+                   "of cached tokens change (e.g. sliding windows with re-indexing, dynamic NTK)")],
     )

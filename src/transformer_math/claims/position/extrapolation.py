@@ -24,6 +24,7 @@ from transformer_math.experiments.rope_extrapolation import (
     RopeExtrapolationResult,
 )
 from transformer_math.experiments.rope_extrapolation import run as run_extrapolation
+from transformer_math.i18n.message import msg
 
 
 def _experiment(ctx: Context) -> RopeExtrapolationResult:
@@ -163,11 +164,15 @@ def check_extrapolation_experiment(ctx: Context) -> Evidence:
                   "size (in-range control), so its loss past L does not decide 000:556; the "
                   "default preset (1500 steps, L = 32) is the one to run"]
                  if verdict.value == "inconclusive" else []),
-               f"size {ctx.size.value}, seeds {sweep.seeds}: vocab {cfg.vocab_size}, d "
-               f"{cfg.d_model}, heads {cfg.num_heads}, train_len {cfg.train_len}, eval to "
-               f"{cfg.eval_len}, segments U[{cfg.seg_min}, {cfg.seg_max}], steps "
-               f"rope/alibi/learned {cfg.steps}/{cfg.alibi_steps}/{cfg.learned_steps}; seconds "
-               f"(first seed) { {k: round(v, 1) for k, v in result.seconds.items()} }",
+               msg("size {value}, seeds {seeds}: vocab {vocab_size}, d {d_model}, heads "
+                   "{num_heads}, train_len {train_len}, eval to {eval_len}, segments U[{seg_min}, "
+                   "{seg_max}], steps rope/alibi/learned {steps}/{alibi_steps}/{learned_steps}; "
+                   "seconds (first seed) {value_2}", value=ctx.size.value, seeds=sweep.seeds,
+                   vocab_size=cfg.vocab_size, d_model=cfg.d_model, num_heads=cfg.num_heads,
+                   train_len=cfg.train_len, eval_len=cfg.eval_len, seg_min=cfg.seg_min,
+                   seg_max=cfg.seg_max, steps=cfg.steps, alibi_steps=cfg.alibi_steps,
+                   learned_steps=cfg.learned_steps,
+                   value_2={k: round(v, 1) for k, v in result.seconds.items()}),
                *result.notes],
         details={"final_train_loss": result.final_train_loss,
                  "accuracy": {f"{c.scheme}/{c.variant}": [round(a, 3) for a in c.accuracy]
@@ -190,7 +195,8 @@ def loss_figure(result: RopeExtrapolationResult) -> Figure:
     """Copy loss by position bin, one series per (scheme, variant), chance and L marked."""
     cfg = result.config
     return Figure(
-        f"Copy loss by position (trained at L = {cfg.train_len}, no fine-tuning)", "position",
+        msg("Copy loss by position (trained at L = {train_len}, no fine-tuning)",
+            train_len=cfg.train_len), "position",
         "copy loss (nats)",
         [Series(f"{c.scheme}/{c.variant}", [b + cfg.bin_width / 2 for b in c.bin_starts],
                 c.loss) for c in result.curves],

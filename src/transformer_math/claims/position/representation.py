@@ -25,6 +25,7 @@ from transformer_math.claims.registry import (
     exceeds,
 )
 from transformer_math.functional.rope_scaling import default_inv_freq
+from transformer_math.i18n.message import msg
 from transformer_math.nn.position import RotaryEmbedding
 from transformer_math.theory.positions import roformer_frequencies
 from transformer_math.theory.rope_audit import (
@@ -180,12 +181,12 @@ def check_rope_torus_representation(ctx: Context) -> Evidence:
         verdict=decide(margins, seed_margins),
         margins=margins,
         seed_margins=seed_margins,
-        notes=[f"d = {d}, base 1e4, 24 random m in [-1000, 1000); faithfulness over 16 random "
-               f"torus elements and positions 1..{N - 1}",
-               "the tensor product R(a) ⊗ R(b) turns by a ± b (its eigen-angles), which is why "
-               "it differs from diag(R(a), R(b)) even at d = 4; for d = 128 it would need 2^64 "
-               "dimensions",
-               "with a single pair (θ_0 = 1) m -> R_m is already injective on the integers "
-               "(π is irrational); the closure of {R_m} is a sub-torus, so 'faithful' holds "
-               "for the torus action and for the position map alike"],
+        notes=[msg("d = {d}, base 1e4, 24 random m in [-1000, 1000); faithfulness over 16 random "
+                   "torus elements and positions 1..{value}", d=d, value=N - 1),
+               msg("the tensor product R(a) ⊗ R(b) turns by a ± b (its eigen-angles), which is "
+                   "why it differs from diag(R(a), R(b)) even at d = 4; for d = 128 it would need "
+                   "2^64 dimensions"),
+               msg("with a single pair (θ_0 = 1) m -> R_m is already injective on the integers (π "
+                   "is irrational); the closure of {{R_m}} is a sub-torus, so 'faithful' holds "
+                   "for the torus action and for the position map alike")],
     )

@@ -28,6 +28,7 @@ from transformer_math.functional.rope import (
     rotary_matrix,
 )
 from transformer_math.functional.rope_scaling import default_inv_freq
+from transformer_math.i18n.message import msg
 from transformer_math.nn.position import RotaryEmbedding
 from transformer_math.theory.positions import reflection_family
 from transformer_math.theory.rope_audit import (
@@ -100,7 +101,8 @@ def check_rope_relative(ctx: Context) -> Evidence:
         tolerance="5e-3 relative (float32 angles at positions < 2e4)",
         verdict=decide(margins),
         margins=margins,
-        notes=[f"{trials} random (q, k, m, n, shift), d = {d}, positions < 1e4 (+ shift < 1e4)"],
+        notes=[msg("{trials} random (q, k, m, n, shift), d = {d}, positions < 1e4 (+ shift < 1e4)",
+                   trials=trials, d=d)],
     )
 
 
@@ -219,8 +221,8 @@ def check_rope_orthogonal(ctx: Context) -> Evidence:
         margins=margins,
         seed_margins=seed_margins,
         notes=["half layout = interleaved layout after x[..., (0, 2, 4, ..., 1, 3, ...)]",
-               f"d = {d}: the half layout rotates channel 0 with {int(partner[0])}, the seed's "
-               "comment says with 1"],
+               msg("d = {d}: the half layout rotates channel 0 with {partner_0}, the seed's "
+                   "comment says with 1", d=d, partner_0=int(partner[0]))],
     )
 
 
@@ -339,8 +341,8 @@ def check_rope_group_property(ctx: Context) -> Evidence:
         verdict=decide(margins),
         margins=margins,
         details={"uniqueness caveat (2-D, theory/rope_audit, float64)": uniq},
-        notes=["d = 8, 50 random (m, n) in [-500, 500); f(m) from apply_rotary + rope_cos_sin "
-               "(interleaved layout)",
+        notes=[msg("d = 8, 50 random (m, n) in [-500, 500); f(m) from apply_rotary + rope_cos_sin "
+                   "(interleaved layout)"),
                "uniqueness (000:614) in 2-D, 24 random (m, n, t) in [-60, 60): the reflection "
                "family R(mθ)F (θ = 1, F across the x-axis) is continuous in m, every member has "
                "det -1; A F^m (A = R(0.7), F across the line at 0.3 rad) alternates A and A F. "

@@ -23,6 +23,7 @@ from transformer_math.functional.rope import (
     apply_rotary_complex,
     interleaved_to_half_permutation,
 )
+from transformer_math.i18n.message import msg
 from transformer_math.nn.position import RotaryEmbedding
 from transformer_math.theory.positions import roformer_frequencies, roformer_relative_bound
 
@@ -202,6 +203,6 @@ def check_rope_precision(ctx: Context) -> Evidence:
         tolerance="1e-2 rad (FACTS.md: fp32 ~3e-3 at 2048); bf16 output 1e-2 relative",
         verdict=decide(margins),
         margins=margins,
-        notes=[f"angles at positions 4080..4096, d = {d}, base 1e4; reference θ from the closed "
-               "form (theory/positions.py)"],
+        notes=[msg("angles at positions 4080..4096, d = {d}, base 1e4; reference θ from the "
+                   "closed form (theory/positions.py)", d=d)],
     )

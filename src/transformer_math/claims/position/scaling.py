@@ -29,6 +29,7 @@ from transformer_math.functional.rope import (
     unseen_phase_fraction,
 )
 from transformer_math.functional.rope_scaling import default_inv_freq
+from transformer_math.i18n.message import msg
 from transformer_math.nn.position import RotaryEmbedding
 from transformer_math.theory.positions import (
     aliased_fraction,
@@ -180,11 +181,11 @@ def check_rope_extrapolation_mechanism(ctx: Context) -> Evidence:
         margins=margins,
         seed_margins=seed_margins,
         notes=[
-            f"d = {d}, base {base:g}, L_train = {L}, L_test = {L_test}; the seed says the "
-            "high-frequency pairs are OOD and PI compresses low-frequency resolution; the "
-            "measurement says the opposite on both counts",
-            f"NTK-aware (s = {s:g}) changes adjacent-position resolution of high pairs by at "
-            f"most {ntk_high_change:.2e}",
+            msg("d = {d}, base {base:g}, L_train = {L}, L_test = {L_test}; the seed says the "
+                "high-frequency pairs are OOD and PI compresses low-frequency resolution; the "
+                "measurement says the opposite on both counts", d=d, base=base, L=L, L_test=L_test),
+            msg("NTK-aware (s = {s:g}) changes adjacent-position resolution of high pairs by at "
+                "most {ntk_high_change:.2e}", s=s, ntk_high_change=ntk_high_change),
             _aliasing_note(base),
         ],
         details={"unseen_fraction": unseen.tolist(), "wavelength": wavelength.tolist(),
@@ -241,15 +242,16 @@ def _aliasing_note(base: float) -> str:
     hp16 = torch.nonzero(TWO_PI / inv16 < 64).flatten()
     aliased_high = aliased_fraction(inv16, hp16, 64, 512, 0.3, 1)
     aliased_all = aliased_fraction(inv16, torch.arange(8), 64, 512, 0.3, 1)
-    return (f"aliasing (head_dim 16, L = 64): on the {len(hp16)} pairs with wavelength < L, "
-            f"{aliased_high:.1%} of far distances in [64, 512) match some trained distance "
-            f"within 0.3 rad on every pair; on all 8 pairs {aliased_all:.1%}: only the "
-            "low-frequency pairs tell those distances apart, and those are the OOD ones")
+    return msg("aliasing (head_dim 16, L = 64): on the {pairs} pairs with wavelength < L, "
+               "{aliased_high:.1%} of far distances in [64, 512) match some trained distance "
+               "within 0.3 rad on every pair; on all 8 pairs {aliased_all:.1%}: only the "
+               "low-frequency pairs tell those distances apart, and those are the OOD ones",
+               pairs=len(hp16), aliased_high=aliased_high, aliased_all=aliased_all)
 
 
 def _unseen_figure(unseen: Tensor, L: int, L_test: int, first_ood: int | None) -> Figure:
     return Figure(
-        f"Phases unseen in training at L_test = {L_test} (L_train = {L})",
+        msg("Phases unseen in training at L_test = {L_test} (L_train = {L})", L_test=L_test, L=L),
         "pair index i (0 = highest frequency)", "fraction of test positions unseen",
         [Series("unseen phase fraction", list(range(unseen.numel())), unseen.tolist(),
                 kind="bar")],
@@ -409,8 +411,9 @@ def check_scaling_methods(ctx: Context) -> Evidence:
         verdict=decide(margins, seed_margins),
         margins=margins,
         seed_margins=seed_margins,
-        notes=[f"d = {d}, base {base:g}, L0 = {L0}, s = {s:g}, L_test = {L_test}; θ measured "
-               "from each RotaryEmbedding's cos/sin at positions 0, 1", *problems,
+        notes=[msg("d = {d}, base {base:g}, L0 = {L0}, s = {s:g}, L_test = {L_test}; θ measured "
+                   "from each RotaryEmbedding's cos/sin at positions 0, 1", d=d, base=base, L0=L0,
+                   s=s, L_test=L_test), *problems,
                *(f"does not hold: {b}" for b in broken)],
     )
 

@@ -29,6 +29,7 @@ from transformer_math.claims.registry import (
     decide,
 )
 from transformer_math.claims.robotics._common import SOURCE
+from transformer_math.i18n.message import msg
 from transformer_math.robotics.policies.ensembling import make_executor
 from transformer_math.theory.compounding_error import (
     bc_regret_bound,
@@ -184,10 +185,11 @@ def check_chunked_error_bound(ctx: Context) -> Evidence:
         "bounds compared as ratios (<= 1); query counts exact (integers)",
         verdict=decide(margins, seed_margins),
         notes=[
-            "T^2 eps = 1600 exceeds the largest possible cost T = 400: at T = 400, eps = 0.01 the "
-            f"k = 1 bound is vacuous (the worst case costs {rows[1]['measured cost']:.0f}).",
-            "The seed's ~18 (000:1263) is T^2 eps / k = 17.8 at k = 90; its derivation (000:1257,"
-            " 'substitute T -> T/k') gives (T/k)^2 eps = 0.198.",
+            msg("T^2 eps = 1600 exceeds the largest possible cost T = 400: at T = 400, eps = 0.01 "
+                "the k = 1 bound is vacuous (the worst case costs {measured_cost:.0f}).",
+                measured_cost=rows[1]['measured cost']),
+            msg("The seed's ~18 (000:1263) is T^2 eps / k = 17.8 at k = 90; its derivation "
+                "(000:1257, 'substitute T -> T/k') gives (T/k)^2 eps = 0.198."),
             "Per executed step the chunk process is the unchunked one in distribution: the same "
             "first-error time, so the same cost, whatever k.",
         ],

@@ -26,6 +26,7 @@ from transformer_math.experiments import (
     robotics_chunking_tradeoff,
     robotics_compounding,
 )
+from transformer_math.i18n.message import msg
 from transformer_math.robotics.envs.point_mass import NUM_WAYPOINTS
 from transformer_math.theory.compounding_error import (
     bc_regret_bound,
@@ -233,7 +234,8 @@ def check_compounding_error(ctx: Context) -> Evidence:
             "T/k') literally gives (T/k)^2 eps = 0.198 (robotics.chunked-error-bound, refuted: "
             "000:1257). The DP worst cases of the worked example are in details (formulas, not "
             "measurements).",
-            "T^2 eps = 1600 exceeds the maximal cost T = 400: the bound is vacuous at T = 400.",
+            msg("T^2 eps = 1600 exceeds the maximal cost T = 400: the bound is vacuous at "
+                "T = 400."),
             "Issue 12: tiny trains 1500 steps on 50 demos, horizon 200, k in 1, 4, 16. Issue "
             "14 (version 2): on the worst of the seeds; 'error(second k) <= error(1)' and "
             "'min_k error(k) <= 0.9 error(1)' became 'error falls at every step of k' and "
@@ -248,8 +250,9 @@ def check_compounding_error(ctx: Context) -> Evidence:
             "(L = 36) 0.0262, 0.0218, 0.0207 (falls through 32), stride 1 (L = 12) 0.0279, "
             "0.0345, 0.0606 (rises from k = 16 on). Version 3 then narrowed 'falls' to k - 1 <= "
             "L and reported 'verified'; issue 31 (version 4) decides the part beyond L instead.",
-            f"expert noise tau {cfg.noise_tau} s; first seed: train {res.train_seconds:.1f} s, "
-            f"rollouts {res.rollout_seconds:.1f} s",
+            msg("expert noise tau {noise_tau} s; first seed: train {train_seconds:.1f} s, "
+                "rollouts {rollout_seconds:.1f} s", noise_tau=cfg.noise_tau,
+                train_seconds=res.train_seconds, rollout_seconds=res.rollout_seconds),
         ],
         figures=_compounding_figures(cfg, res, chunked),
         margins=margins,
@@ -277,14 +280,16 @@ def _tradeoff_figures(cfg: robotics_chunking_tradeoff.TradeoffConfig,
     hf = {m: res.get(k_max, m).high_freq_fraction for m in cfg.modes}
     return [
         Figure(
-            f"Success (error < {cfg.task.success_radius} m for {h} steps) with pushes",
+            msg("Success (error < {success_radius} m for {h} steps) with pushes",
+                success_radius=cfg.task.success_radius, h=h),
             "chunk size k", "success rate",
             [Series(m, list(map(float, ks)), [succ(k, m) for k in ks], style="o-")
              for m in cfg.modes],
             logx=True,
         ),
         Figure(
-            f"Share of action power above {cfg.high_freq_hz} Hz at k = {k_max}",
+            msg("Share of action power above {high_freq_hz} Hz at k = {k_max}",
+                high_freq_hz=cfg.high_freq_hz, k_max=k_max),
             "execution mode index", "high-frequency power fraction",
             [Series(m, [float(i)], [hf[m]], kind="bar") for i, m in enumerate(cfg.modes)],
         ),
@@ -362,10 +367,12 @@ def check_chunking_tradeoff(ctx: Context) -> Evidence:
             "ACT-style oldest-first ensembling weighs the oldest (least informed) prediction most, "
             "which delays feedback; see success_<mode>_kmax for act_ensemble vs newest_ensemble "
             "and replan: reactivity is measured, not assumed.",
-            "Issue 12: tiny trains 2500 steps on 100 demos, horizon 200, push_prob 0.01, 400 "
-            "test paths, k in 1, 16. Issue 14: thresholds unchanged, now on the worst seed.",
-            f"push_prob {cfg.push_prob}, push speed {cfg.push_speed} m/s; first seed: train "
-            f"{res.train_seconds:.1f} s, rollouts {res.rollout_seconds:.1f} s",
+            msg("Issue 12: tiny trains 2500 steps on 100 demos, horizon 200, push_prob 0.01, 400 "
+                "test paths, k in 1, 16. Issue 14: thresholds unchanged, now on the worst seed."),
+            msg("push_prob {push_prob}, push speed {push_speed} m/s; first seed: train "
+                "{train_seconds:.1f} s, rollouts {rollout_seconds:.1f} s", push_prob=cfg.push_prob,
+                push_speed=cfg.push_speed, train_seconds=res.train_seconds,
+                rollout_seconds=res.rollout_seconds),
             f"k_max = {k_max}",
         ],
         figures=_tradeoff_figures(cfg, res),

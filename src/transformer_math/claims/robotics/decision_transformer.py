@@ -21,6 +21,7 @@ from transformer_math.claims.registry import (
 from transformer_math.claims.robotics._common import SOURCE, preset
 from transformer_math.claims.seeds import over_seeds
 from transformer_math.experiments import memo, robotics_dt
+from transformer_math.i18n.message import msg
 from transformer_math.robotics.envs.runner import RunnerConfig
 
 #: A return observed from A in the stitching data (A->D): the DT must reproduce it, which shows
@@ -34,8 +35,8 @@ def _stitching_figure(res: robotics_dt.StitchingResult) -> Figure:
     for name, roll, style in (("Q-learning", res.q_learning, "b-"), ("DT (R=4)", res.dt, "r--")):
         cells = np.asarray(roll.cells, float)
         fig_series.append(Series(name, cells[:, 0].tolist(), cells[:, 1].tolist(), style=style))
-    return Figure("Stitching gridworld: paths from A (0,3); B (3,6), C (6,6), D (6,0)", "x", "y",
-                  fig_series)
+    return Figure(msg("Stitching gridworld: paths from A (0,3); B (3,6), C (6,6), D (6,0)"),
+                  "x", "y", fig_series)
 
 
 def _stitching_values(ctx: Context) -> tuple[dict[str, float], robotics_dt.StitchingResult]:
@@ -99,8 +100,8 @@ def check_dt_stitching(ctx: Context) -> Evidence:
         tolerance="exact (deterministic gridworld); DT(R=3) must return 3 (trained at all); "
         f"every one of {len(sweep.seeds)} seeds",
         verdict=decide(margins),
-        notes=[f"Q(A) = {res.q_value_at_a:.3f} with gamma {cfg.gamma}; first seed "
-               f"{res.seconds:.1f} s",
+        notes=[msg("Q(A) = {q_value_at_a:.3f} with gamma {gamma}; first seed {seconds:.1f} s",
+                   q_value_at_a=res.q_value_at_a, gamma=cfg.gamma, seconds=res.seconds),
                "Return 4 is never observed from A in the data, so the DT's request is out of "
                "distribution (000 §8.3.8 可达性).",
                "Issue 14: the falsifier is a DT whose causal mask is off (robotics.dt-noncausal);"
@@ -214,9 +215,9 @@ def check_dt_return_reachability(ctx: Context) -> Evidence:
         f"least 25 % at the largest target; worst of {len(sweep.seeds)} seeds",
         verdict=decide(margins, seed_margins),
         notes=[
-            f"first seed: run {res.seconds:.1f} s (training reused under the rollout's planted "
-            f"bugs); optimum return {res.optimum}",
-            "Issue 12: tiny trains 1000 steps on 200 episodes, 31 targets from -20 to 40.",
+            msg("first seed: run {seconds:.1f} s (training reused under the rollout's planted "
+                "bugs); optimum return {optimum}", seconds=res.seconds, optimum=res.optimum),
+            msg("Issue 12: tiny trains 1000 steps on 200 episodes, 31 targets from -20 to 40."),
             "Verdict 'refuted' means: tracking inside the data and saturation above it hold on "
             "every seed, but the seed's 'locked at the data's best return' fails on every seed.",
         ],

@@ -25,6 +25,7 @@ from transformer_math.experiments.robotics_decoders import (
     DecoderResult,
     DecoderStudyConfig,
 )
+from transformer_math.i18n.message import msg
 
 TABLE = ("000", 1304, 1314)
 MIN_Z = 3.0
@@ -63,8 +64,8 @@ def _paths_figure(res: DecoderResult, names: tuple[str, ...]) -> Figure:
             series.append(Series(robotics_decoders.LABELS[name] if j == 0 else "",
                                  arr[:, 0].tolist(), arr[:, 1].tolist(),
                                  style=styles.get(name, "k-")))
-    return Figure("Bimodal obstacle task: rollouts (obstacle at (0, 1), goal (0, 2))", "x", "y",
-                  series)
+    return Figure(msg("Bimodal obstacle task: rollouts (obstacle at (0, 1), goal (0, 2))"),
+                  "x", "y", series)
 
 
 def _decoder_values(ctx: Context, name: str) -> tuple[dict[str, float], DecoderResult]:

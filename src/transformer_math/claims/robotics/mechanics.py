@@ -28,6 +28,7 @@ from transformer_math.claims.registry import (
     exceeds,
 )
 from transformer_math.claims.robotics._common import SOURCE
+from transformer_math.i18n.message import msg
 from transformer_math.robotics.policies.decision_transformer import DecisionTransformer, DTConfig
 from transformer_math.robotics.training import build_seeded
 
@@ -157,6 +158,6 @@ def check_dt_causal_conditioning(ctx: Context) -> Evidence:
         measured={"future change": d_future, "R_t change": d_rtg, "s_t change": d_state},
         tolerance="1e-6 for float rounding; an effect means > 1e-4",
         verdict=decide(margins),
-        notes=["Untrained DT (dim 16, 2 layers, 2 heads, dropout 0), step 3 of 6."],
+        notes=[msg("Untrained DT (dim 16, 2 layers, 2 heads, dropout 0), step 3 of 6.")],
         margins=margins,
     )

@@ -18,6 +18,7 @@ from transformer_math.claims.registry import (
 from transformer_math.claims.robotics._common import SOURCE, preset
 from transformer_math.claims.seeds import over_seeds
 from transformer_math.experiments import memo, robotics_multimodal
+from transformer_math.i18n.message import msg
 
 
 def _rollout_figure(res: robotics_multimodal.MultimodalResult) -> Figure:
@@ -28,8 +29,8 @@ def _rollout_figure(res: robotics_multimodal.MultimodalResult) -> Figure:
             arr = np.asarray(path)
             series.append(Series(res.outcomes[key].name if j == 0 else "", arr[:, 0].tolist(),
                                  arr[:, 1].tolist(), style=style))
-    return Figure("Bimodal obstacle task: rollouts (obstacle at (0, 1), goal (0, 2))", "x", "y",
-                  series)
+    return Figure(msg("Bimodal obstacle task: rollouts (obstacle at (0, 1), goal (0, 2))"),
+                  "x", "y", series)
 
 
 def _multimodal_values(ctx: Context) -> tuple[dict[str, float],
@@ -104,15 +105,16 @@ def check_multimodal_actions(ctx: Context) -> Evidence:
         "decoder that ignores z gives exactly 0); MSE majority collides (>= 0.5); worst of "
         f"{len(sweep.seeds)} seeds",
         verdict=decide(margins),
-        notes=[f"first seed: demonstrations going left {res.demo_left_fraction:.2f}; run "
-               f"{res.seconds:.1f} s",
+        notes=[msg("first seed: demonstrations going left {demo_left_fraction:.2f}; run "
+                   "{seconds:.1f} s", demo_left_fraction=res.demo_left_fraction,
+                   seconds=res.seconds),
                "ACT with z = 0 is shown for reference (not part of the verdict): L1 chunks alone "
                "already avoid the obstacle at tiny, the latent's role is measured by the side "
                "switches between two z draws.",
-               "Issue 14 sweep (tiny, seeds 0-4): CVAE collision 0.10-0.26 (v1 required <= 0.2: "
-               "seed 3 failed), CVAE left fraction 0.27-0.89 (v1 required [0.15, 0.85]: seeds "
-               "1, 2 failed) although the demonstrations are ~50/50; the old thresholds are "
-               "replaced by the z-test and the side-switch count (version 2)."],
+               msg("Issue 14 sweep (tiny, seeds 0-4): CVAE collision 0.10-0.26 (v1 required <= "
+                   "0.2: seed 3 failed), CVAE left fraction 0.27-0.89 (v1 required [0.15, 0.85]: "
+                   "seeds 1, 2 failed) although the demonstrations are ~50/50; the old thresholds "
+                   "are replaced by the z-test and the side-switch count (version 2).")],
         margins=margins,
         per_seed=sweep.to_json(),
         figures=[_rollout_figure(res)],

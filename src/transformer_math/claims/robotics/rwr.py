@@ -16,6 +16,7 @@ from transformer_math.claims.registry import (
     exceeds,
 )
 from transformer_math.claims.robotics._common import SOURCE
+from transformer_math.i18n.message import msg
 from transformer_math.theory.return_conditioning import (
     behaviour_policy,
     dt_conditional,
@@ -129,9 +130,10 @@ def check_dt_rwr_equivalence(ctx: Context) -> Evidence:
         tolerance=f"{FIT_TOL:g} for the numerical fits (convex, ~1e-12 reached); "
         "proportionality would hold to rounding (1e-6); the tilt's effect must exceed 0.05 TV",
         verdict=decide(margins, seed_margins),
-        notes=[f"{NUM_STATES} states, {NUM_ACTIONS} actions, returns {RETURNS.tolist()}, "
-               f"tau = {TAU}; D(s, a, R) drawn from the seed's generator, higher actions "
-               "earning higher returns.",
+        notes=[msg("{NUM_STATES} states, {NUM_ACTIONS} actions, returns {tolist}, tau = {TAU}; "
+                   "D(s, a, R) drawn from the seed's generator, higher actions earning higher "
+                   "returns.", NUM_STATES=NUM_STATES, NUM_ACTIONS=NUM_ACTIONS,
+                   tolist=RETURNS.tolist(), TAU=TAU),
                "The DT's loss is unweighted maximum likelihood (Chen et al. 2021); a weight that "
                "depends on the conditioning return only rescales each conditional's "
                "cross-entropy and cannot move its optimum. What makes a return-conditioned policy "

@@ -36,6 +36,7 @@ from transformer_math.diagnostics.attention_stats import (
     normalized_entropy,
 )
 from transformer_math.diagnostics.fits import fit_power_law
+from transformer_math.i18n.message import msg
 from transformer_math.theory.high_dim_attention import (
     gaussian_tokens,
     seed_kappa,
@@ -253,7 +254,8 @@ def check_high_dim_single_head(ctx: Context) -> Evidence:
                 last["entropy_big"] - last["seed_bound_big"], 0.0),
     ]
     fig = Figure(
-        title=f"Single head on Gaussian tokens (n = {N_TOKENS}): self-weight vs d",
+        title=msg("Single head on Gaussian tokens (n = {N_TOKENS}): self-weight vs d",
+                  N_TOKENS=N_TOKENS),
         xlabel="d", ylabel="mean A_ii", logx=True,
         series=[Series("W_QK = I", [float(d) for d in dims],
                        [r["diag_identity_w"] for r in rows], style="o-"),
@@ -271,18 +273,20 @@ def check_high_dim_single_head(ctx: Context) -> Evidence:
         margins=margins,
         seed_margins=seed_margins,
         notes=[
-            f"{batch} sequences of {N_TOKENS} N(0, I_d) tokens per d in {dims}; attention by "
-            "the project's reference backend (theory.high_dim_attention, scale 1/sqrt(d) as in "
-            "004:902). W_QK: random W_Q W_K^T (N(0, 1/d) entries, full rank), the identity, "
-            "u u^T (|u| = 1: kappa = 1), and a rank-2 matrix with eigenvalues (1, -0.999) in a "
-            "random basis (kappa = 1000).",
-            "What holds (004:936): tokens are asymptotically orthogonal; what follows from the "
-            "definitions: A is n x n (rank_eff <= n) and a row entropy is <= log n, so the "
-            "bound of 004:958 holds for every C >= 0 whenever kappa <= 1 (vacuous), and for "
-            "any C > 0 it fails once kappa > 1 + (log n) / C (measured at C = 1).",
-            "Self-weight: localisation on the token itself needs tr(W_QK)/sqrt(d) to grow; "
-            f"W_QK = I gives {[round(r['diag_identity_w'], 3) for r in rows]} and random "
-            f"factors {[round(r['diag_random_w'], 3) for r in rows]} over d = {dims}.",
+            msg("{batch} sequences of {N_TOKENS} N(0, I_d) tokens per d in {dims}; attention by "
+                "the project's reference backend (theory.high_dim_attention, scale 1/sqrt(d) as "
+                "in 004:902). W_QK: random W_Q W_K^T (N(0, 1/d) entries, full rank), the "
+                "identity, u u^T (|u| = 1: kappa = 1), and a rank-2 matrix with eigenvalues (1, "
+                "-0.999) in a random basis (kappa = 1000).", batch=batch, N_TOKENS=N_TOKENS,
+                dims=dims),
+            msg("What holds (004:936): tokens are asymptotically orthogonal; what follows from "
+                "the definitions: A is n x n (rank_eff <= n) and a row entropy is <= log n, so "
+                "the bound of 004:958 holds for every C >= 0 whenever kappa <= 1 (vacuous), and "
+                "for any C > 0 it fails once kappa > 1 + (log n) / C (measured at C = 1)."),
+            msg("Self-weight: localisation on the token itself needs tr(W_QK)/sqrt(d) to grow; "
+                "W_QK = I gives {value} and random factors {value_2} over d = {dims}.",
+                value=[round(r['diag_identity_w'], 3) for r in rows],
+                value_2=[round(r['diag_random_w'], 3) for r in rows], dims=dims),
             "Not checked: 'A^{rank-1}, the projection of A on the principal eigenspace of "
             "W_QK' (004:924) mixes an n x n matrix with a d x d eigenspace and is not "
             "defined as written; Theorem 3's kernel uses an undefined 'characteristic "

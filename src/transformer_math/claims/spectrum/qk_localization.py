@@ -31,6 +31,7 @@ from transformer_math.claims.registry import (
 )
 from transformer_math.diagnostics import QKSpectrumMonitor, head_qk_matrices, qk_spectrum
 from transformer_math.diagnostics.attention_stats import mean_attention_entropy
+from transformer_math.i18n.message import msg
 from transformer_math.nn.attention import MultiHeadAttention
 from transformer_math.nn.hooks import run_with_cache
 from transformer_math.nn.init import no_init_draws, seeded
@@ -149,25 +150,27 @@ def _pearson(a: list[float], b: list[float]) -> float:
 def _notes(d: int, eig_mean: float, stds: list[float], batch: int, n: int, draws: int,
            var_err: float, ref: dict[str, Any]) -> list[str]:
     return [
-        f"One head with d_k = d = {d} whose W_QK = P diag(lambda) P^-1 (non-symmetric, real "
-        f"eigenvalues of mean {eig_mean} and standard deviation in {stds}); entropy of "
-        f"MultiHeadAttention weights (hook_pattern) on {batch} x {n} Gaussian tokens, {draws} "
-        "draws each.",
+        msg("One head with d_k = d = {d} whose W_QK = P diag(lambda) P^-1 (non-symmetric, real "
+            "eigenvalues of mean {eig_mean} and standard deviation in {stds}); entropy of "
+            "MultiHeadAttention weights (hook_pattern) on {batch} x {n} Gaussian tokens, {draws} "
+            "draws each.", d=d, eig_mean=eig_mean, stds=stds, batch=batch, n=n, draws=draws),
         "Changed for issue 12: every standard deviation uses the same draws of P and of the "
         "shape of the spectrum (common random numbers, so a step compares the same heads), "
         "and 8 x 8 (was 4 x 2) inputs x draws at size tiny: the smallest step (0.02 at "
         "seed 0) was within the draw-to-draw noise of fresh heads.",
-        f"The monitor (torch.linalg.eigvals on the module's weights) recovers the constructed "
-        f"mean and variance to {var_err:.1e}.",
+        msg("The monitor (torch.linalg.eigvals on the module's weights) recovers the constructed "
+            "mean and variance to {var_err:.1e}.", var_err=var_err),
         "Range: std <= |mean|. For std >> |mean| the mean no longer matters and the entropy "
         "falls again with growing logit scale (as it does at mean 0).",
-        f"Refuted (004 ch. 12): on a random head (d = {d}, d_k = 8) W_QK has rank <= 8 "
-        f"({ref['nonzero_true']} nonzero eigenvalues, complex pairs up to |Im| = "
-        f"{ref['correct'].max_imag:.3f}); the seed's eigvalsh returns {ref['nonzero_seed']} "
-        "nonzero real values, identical to eigvalsh of the lower triangle mirrored "
-        f"({ref['reads_one_triangle']:.1e}) and different from the symmetric part's spectrum "
-        f"(max dev {ref['sym_dev']:.3f}); its kappa = {ref['seed_kappa']:.3f}. Bao et al. use "
-        "the mean and variance of the spectrum, not kappa.",
+        msg("Refuted (004 ch. 12): on a random head (d = {d}, d_k = 8) W_QK has rank <= 8 "
+            "({nonzero_true} nonzero eigenvalues, complex pairs up to |Im| = {max_imag:.3f}); the "
+            "seed's eigvalsh returns {nonzero_seed} nonzero real values, identical to eigvalsh of "
+            "the lower triangle mirrored ({reads_one_triangle:.1e}) and different from the "
+            "symmetric part's spectrum (max dev {sym_dev:.3f}); its kappa = {seed_kappa:.3f}. Bao "
+            "et al. use the mean and variance of the spectrum, not kappa.", d=d,
+            nonzero_true=ref['nonzero_true'], max_imag=ref['correct'].max_imag,
+            nonzero_seed=ref['nonzero_seed'], reads_one_triangle=ref['reads_one_triangle'],
+            sym_dev=ref['sym_dev'], seed_kappa=ref['seed_kappa']),
     ]
 
 
@@ -380,7 +383,8 @@ def check_qk_localization(ctx: Context) -> Evidence:
                 "of exp(mean entropy) at kappa = 1 (<= n/2)", math.exp(max(h)), n / 2),
     ]
     fig = Figure(
-        title=f"Attention entropy vs W_QK eigenvalue variance (mean {eig_mean}, d = {d}, n = {n})",
+        title=msg("Attention entropy vs W_QK eigenvalue variance (mean {eig_mean}, d = {d}, n = "
+                  "{n})", eig_mean=eig_mean, d=d, n=n),
         xlabel="eigenvalue variance of W_QK (measured by the monitor)",
         ylabel="mean attention entropy (nats)",
         series=[Series("measured", [s**2 for s in stds], entropies, style="o-")],
