@@ -59,8 +59,8 @@ SIZES: dict[str, VLASize] = {
     "tiny": VLASize(dim=32, num_layers=2, num_heads=4, chunk_size=4, episodes=32, steps=40,
                     batch_size=16, lr=1e-3),
     # the 2-core setting (issue 32 item 7: under 20 minutes per seed)
-    "default": VLASize(dim=64, num_layers=4, num_heads=4, chunk_size=4, episodes=800,
-                       steps=3000, batch_size=64, lr=5e-4),
+    "default": VLASize(dim=64, num_layers=2, num_heads=4, chunk_size=4, episodes=400,
+                       steps=2000, batch_size=32, lr=1e-3),
     # what a GPU would run (documented in docs/vla.md, not run here)
     "large": VLASize(dim=256, num_layers=8, num_heads=8, chunk_size=8, episodes=5000,
                      steps=20000, batch_size=256, lr=3e-4),

@@ -65,8 +65,8 @@ class VLAPushConfig:
     horizon: int = 32
     max_step: float = 0.1
     object_size: float = 0.07
-    grab_radius: float = 0.08
-    success_radius: float = 0.1
+    grab_radius: float = 0.1
+    success_radius: float = 0.12
     min_separation: float = 0.25
     split: str = "train"
 
