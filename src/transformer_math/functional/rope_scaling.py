@@ -47,7 +47,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from transformer_math.bugs import declare_bug, planted
+from transformer_math.bugs import active, declare_bug, planted
 from transformer_math.functional import rope_library
 from transformer_math.registry import Registry
 
@@ -83,8 +83,11 @@ LLAMA3_BANDS_SWAPPED = declare_bug(
     "llama3 scaling with its bands swapped: long wavelengths kept, short ones divided by s",
     module=__name__, seen_in="confusing low_freq_factor / high_freq_factor wavelength bounds")
 
-_PLANTED_HERE = (INV_FREQ_EXPONENT, YARN_FACTOR_DROPPED, YARN_FACTOR_SQUARED,
-                 DYNAMIC_FIXED_FACTOR, LONGROPE_OFF_BY_ONE, LLAMA3_BANDS_SWAPPED)
+SCALING_BUGS = frozenset({INV_FREQ_EXPONENT, YARN_FACTOR_DROPPED, YARN_FACTOR_SQUARED,
+                          DYNAMIC_FIXED_FACTOR, LONGROPE_OFF_BY_ONE, LLAMA3_BANDS_SWAPPED})
+"""The planted bugs of this module (the library precision and the frequency memo of
+``nn.position.RotaryEmbedding`` step aside while one is planted; read with ``bugs.active()``,
+which records no site)."""
 
 PRECISIONS = ("float64", "library")
 """``precision`` values of :func:`compute_rope_frequencies` (see the module docstring)."""
@@ -416,7 +419,7 @@ def compute_rope_frequencies(
     if precision == "float64" or inv_freq.device.type == "meta":
         return inv_freq, attention_factor
     library = _LIBRARY_FORMULAS.get(rope_type)
-    if library is None or any(planted(bug) for bug in _PLANTED_HERE):
+    if library is None or active() & SCALING_BUGS:
         # no transformers formula (ntk), or a planted bug of this module is on: it must act on
         # both precisions, so the (buggy) float64 values are used
         return inv_freq.to(torch.float32), attention_factor

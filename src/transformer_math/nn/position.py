@@ -14,7 +14,9 @@ et al. 2017 §3.5; Press et al. 2022; Su et al. 2021; context-extension methods 
   grows (doubling) on demand up to :data:`ROPE_CACHE_POSITIONS`; for the
   length-dependent types (``dynamic``, ``longrope``) the frequencies are recomputed for the
   current sequence length at each call (so keys cached under an older base are NOT consistent
-  with later queries: recompute them, as FACTS.md warns).
+  with later queries: recompute them, as FACTS.md warns). ``frequency_switch`` says where they
+  change; generation rebuilds the KV cache there for LongRoPE (``rebuilds_cache_at_switch``),
+  as transformers does, and keeps it for dynamic NTK, as transformers does too.
 
 Non-persistent buffers (RoPE's ``inv_freq`` and cos/sin cache, ALiBi's slopes) are recomputed
 when a module leaves the meta device (``to_empty``) or is first called with them still on it
@@ -32,7 +34,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from transformer_math.bugs import declare_bug, planted
+from transformer_math.bugs import active, declare_bug, note_reached, planted, recording
 from transformer_math.functional.positional import alibi_bias, alibi_slopes, sinusoidal_encoding
 from transformer_math.functional.rope import (
     LAYOUTS,
@@ -44,6 +46,7 @@ from transformer_math.functional.rope import (
 from transformer_math.functional.rope_scaling import (
     LENGTH_DEPENDENT_TYPES,
     PRECISIONS,
+    SCALING_BUGS,
     compute_rope_frequencies,
 )
 from transformer_math.registry import Registry
@@ -267,6 +270,9 @@ class RotaryEmbedding(nn.Module):
         self.precision = precision
         self.initial_positions = min(max_position_embeddings, ROPE_CACHE_POSITIONS)
         self._custom_inv_freq: Tensor | None = None  # CPU copy of from_inv_freq's frequencies
+        # frequencies of the length-dependent types by regime (see frequencies()); a decoding
+        # step would otherwise recompute and re-validate them in every layer
+        self._frequency_memo: dict[Any, tuple[Tensor, float, frozenset[str]]] = {}
         inv_freq, self.attention_factor = compute_rope_frequencies(
             self.rope_type, rotary_dim, base, scaling, None, precision=precision
         )
@@ -333,6 +339,7 @@ class RotaryEmbedding(nn.Module):
                     self.rope_type, self.rotary_dim, self.base, self.scaling_params, None,
                     precision=self.precision)
         self.inv_freq = inv_freq.to(device=device, dtype=torch.float32)
+        self._frequency_memo = {}
         self.cos_cached = torch.empty(0, self.rotary_dim, device=device)
         self.sin_cached = torch.empty(0, self.rotary_dim, device=device)
         if not self.inv_freq.is_meta:
@@ -359,10 +366,49 @@ class RotaryEmbedding(nn.Module):
         """(inv_freq float32, attention_factor) in effect for a sequence of ``seq_len``."""
         if self.rope_type not in LENGTH_DEPENDENT_TYPES:
             return self.inv_freq, self.attention_factor
-        inv, factor = compute_rope_frequencies(
-            self.rope_type, self.rotary_dim, self.base, self.scaling_params, seq_len,
-            precision=self.precision)
-        return inv.to(device=self.inv_freq.device, dtype=torch.float32), factor
+        # the lengths that share frequencies share one memo entry: LongRoPE's two factor sets,
+        # dynamic NTK's default below L0 (each longer length has its own base); no memo while a
+        # planted bug of rope_scaling.py may move the switch
+        switch = self.frequency_switch
+        assert switch is not None
+        if self.rope_type == "longrope":
+            regime: Any = seq_len is not None and seq_len > switch
+        else:
+            regime = None if seq_len is None or seq_len <= switch else seq_len
+        key = (regime, self.precision, self.inv_freq.device)
+        memo = not active() & SCALING_BUGS
+        if memo and key in self._frequency_memo:
+            inv, factor, sites = self._frequency_memo[key]
+            note_reached(sites)  # the bug sites the computation queried, as if queried again
+            return inv, factor
+        with recording() as sites:
+            inv, factor = compute_rope_frequencies(
+                self.rope_type, self.rotary_dim, self.base, self.scaling_params, seq_len,
+                precision=self.precision)
+        inv = inv.to(device=self.inv_freq.device, dtype=torch.float32)
+        if memo:
+            if len(self._frequency_memo) >= 4:
+                self._frequency_memo.clear()
+            self._frequency_memo[key] = (inv, factor, frozenset(sites))
+        return inv, factor
+
+    @property
+    def frequency_switch(self) -> int | None:
+        """The length L0 past which a length-dependent type changes its frequencies (LongRoPE:
+        short factors for seq_len <= L0, long ones beyond; dynamic NTK: the base grows with
+        seq_len > L0), None for the static types. Keys cached before the switch were rotated
+        with the old frequencies: see :attr:`rebuilds_cache_at_switch`."""
+        if self.rope_type not in LENGTH_DEPENDENT_TYPES:
+            return None
+        return int(self.scaling_params["original_max_position_embeddings"])
+
+    @property
+    def rebuilds_cache_at_switch(self) -> bool:
+        """Whether generation drops the KV cache once, when the sequence first exceeds
+        :attr:`frequency_switch`, and recomputes every key with the new frequencies (LongRoPE,
+        as transformers' Phi-3 ``prepare_inputs_for_generation`` does). Dynamic NTK keeps its
+        cached keys under their older bases, as transformers does."""
+        return self.rope_type == "longrope"
 
     def set_precision(self, precision: str) -> RotaryEmbedding:
         """Compute ``inv_freq`` (and the cos/sin cache) in ``precision`` from now on:
