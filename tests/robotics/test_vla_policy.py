@@ -18,7 +18,8 @@ B = 3
 
 
 def _config(**kw) -> VLAConfig:
-    return VLAConfig(dim=32, num_heads=4, num_layers=2, chunk_size=4, max_text_len=24, **kw)
+    return VLAConfig(**{"dim": 32, "num_heads": 4, "num_layers": 2, "chunk_size": 4,
+                        "max_text_len": 24, **kw})
 
 
 def _policy(**kw) -> VLAPolicy:
@@ -142,3 +143,31 @@ def test_tiny_training_lowers_the_loss_and_evaluation_reports_a_wilson_interval(
     lo, hi = wilson_interval(10, 20)
     assert abs(lo - 0.2993) < 1e-3 and abs(hi - 0.7007) < 1e-3
     assert wilson_interval(0, 20)[0] == 0.0 and abs(wilson_interval(0, 20)[1] - 0.1611) < 1e-3
+
+
+def test_bpe_tokenizer_is_saved_with_the_policy(tmp_path):
+    pytest.importorskip("tokenizers")
+    from transformer_math.robotics.policies.vla_tokenizer import train_bpe
+
+    corpus = ["push the red square to the blue circle", "move the green circle to the red square"]
+    tok = train_bpe(corpus, 48)
+    assert tok.to_str() == train_bpe(corpus, 48).to_str()  # deterministic
+    size = len(tok.to_str().encode("utf-8"))
+    config = _config(tokenizer="bpe", vocab_size=tok.get_vocab_size(), tokenizer_bytes=size,
+                     max_text_len=12)
+    policy = build_seeded(lambda: VLAPolicy(config), 0).eval()
+    policy.set_tokenizer(tok)
+    ids = policy.text_ids(["push the red circle to the blue square"])
+    assert ids.shape == (1, 12) and int(ids[0, 0]) == 1 and 2 in ids[0].tolist()
+    policy.save_pretrained(tmp_path / "vla")
+    assert (tmp_path / "vla" / "tokenizer.json").read_text() == tok.to_str()
+    loaded = load_policy(tmp_path / "vla")
+    obs = {k: v for k, v in _batch().items() if k != "action"}
+    policy.generator.manual_seed(0)
+    loaded.generator.manual_seed(0)
+    assert torch.equal(policy.predict_action_chunk(obs), loaded.predict_action_chunk(obs))
+    with pytest.raises(ValueError, match="tokenizer_bytes"):
+        build_seeded(lambda: VLAPolicy(_config(tokenizer="bpe", vocab_size=tok.get_vocab_size(),
+                                               tokenizer_bytes=size + 1)), 0).set_tokenizer(tok)
+    with pytest.raises(ValueError, match="tokenizer"):
+        _config(tokenizer="words")

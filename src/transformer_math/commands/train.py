@@ -1,7 +1,7 @@
 """``tmath train``: train a policy of the project and save it as a policy folder.
 
     tmath train vla --size tiny --out my_vla/
-    tmath train vla --size default --seed 1 --out my_vla/ --json
+    tmath train vla --size default --seed 1 --tokenizer bpe --out my_vla/ --json
 
 ``vla``: the vision-language-action policy (:mod:`transformer_math.robotics.policies.vla`) on
 expert demonstrations of ``TransformerMath/VLAPush-v0`` (the train split: held-out colour-shape
@@ -21,6 +21,7 @@ from transformer_math.commands.args import MAX_SEED, integer, json_text, output_
 
 WHAT = ("vla",)
 SIZE_NAMES = ("tiny", "default", "large")
+TOKENIZERS = ("bytes", "bpe")
 MAX_TRAIN_STEPS = 1_000_000
 
 
@@ -30,6 +31,9 @@ def train(
     out: str = typer.Option(..., help="policy folder to write (created if missing)"),
     seed: int = typer.Option(0, help="data, weight and batch seed"),
     steps: int | None = typer.Option(None, help="training steps (default: the size's)"),
+    tokenizer: str = typer.Option("bytes", help="instruction tokens: 'bytes' or 'bpe' (a BPE "
+                                  "trained on the demonstrations' instructions; needs the "
+                                  "tokenizers package)"),
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """Train a policy (``vla``) on its task's demonstrations and save it as a policy folder."""
@@ -39,6 +43,9 @@ def train(
     if size not in SIZE_NAMES:
         raise typer.BadParameter(f"expected one of {', '.join(SIZE_NAMES)}, got {size!r}",
                                  param_hint="--size")
+    if tokenizer not in TOKENIZERS:
+        raise typer.BadParameter(f"expected one of {', '.join(TOKENIZERS)}, got {tokenizer!r}",
+                                 param_hint="--tokenizer")
     integer("--seed", seed, low=0, high=MAX_SEED)
     if steps is not None:
         integer("--steps", steps, low=1, high=MAX_TRAIN_STEPS)
@@ -50,10 +57,11 @@ def train(
 
     start = time.perf_counter()
     with internal_work():
-        policy, losses = train_vla(size, seed, steps=steps)
+        policy, losses = train_vla(size, seed, steps=steps, tokenizer=tokenizer)
         policy.save_pretrained(folder)
     seconds = time.perf_counter() - start
-    summary = {"what": what, "size": size, "seed": seed, "steps": len(losses),
+    summary = {"what": what, "size": size, "seed": seed, "tokenizer": tokenizer,
+               "steps": len(losses),
                "first_loss": round(losses[0], 4), "final_loss": round(losses[-1], 4),
                "seconds": round(seconds, 1), "out": str(folder)}
     if as_json:

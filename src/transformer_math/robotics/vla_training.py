@@ -67,6 +67,11 @@ SIZES: dict[str, VLASize] = {
 }
 MAX_TEXT_LEN = 56
 """Longest instruction of the grammar is 53 bytes; + BOS and EOS."""
+BPE_TEXT_LEN = 16
+"""Longest instruction of the grammar is 10 words (at most 10 BPE tokens after training on the
+grammar's sentences: every word is seen); + BOS and EOS."""
+BPE_VOCAB = 64
+TOKENIZER_NAMES = ("bytes", "bpe")
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -121,14 +126,31 @@ def demo_sampler(data: VLAPushDataset, chunk_size: int, batch_size: int
 
 
 def train_vla(size: str = "tiny", seed: int = 0, *, steps: int | None = None,
-              episodes: int | None = None, progress: Callable[[float], None] | None = None,
+              episodes: int | None = None, tokenizer: str = "bytes",
+              progress: Callable[[float], None] | None = None,
               **overrides: object) -> tuple[VLAPolicy, list[float]]:
     """A VLA policy trained on expert demonstrations of the train split (deterministic in
-    ``seed``: data seed ``seed``, weights seed ``seed``, batches ``seed + 1``)."""
+    ``seed``: data seed ``seed``, weights seed ``seed``, batches ``seed + 1``).
+    ``tokenizer="bpe"``: a BPE of at most :data:`BPE_VOCAB` tokens trained on the
+    demonstrations' instructions (the train split's: held-out pairs never named)."""
+    if tokenizer not in TOKENIZER_NAMES:
+        raise ValueError(f"tokenizer must be one of {TOKENIZER_NAMES}, got {tokenizer!r}")
     config = vla_config(size, seed, **overrides)  # checks the size's name
     s = SIZES[size]
     data = generate_vla_push_dataset(VLAPushConfig(), episodes or s.episodes, seed=seed)
+    bpe = None
+    if tokenizer == "bpe":
+        from dataclasses import replace
+
+        from transformer_math.robotics.policies.vla_tokenizer import train_bpe
+
+        bpe = train_bpe(sorted(set(data.tasks)), BPE_VOCAB)
+        config = replace(config, tokenizer="bpe", vocab_size=bpe.get_vocab_size(),
+                         tokenizer_bytes=len(bpe.to_str().encode("utf-8")),
+                         max_text_len=BPE_TEXT_LEN)
     policy = build_seeded(lambda: VLAPolicy(config), seed)
+    if bpe is not None:
+        policy.set_tokenizer(bpe)
     policy.fit_normalization(data.states.reshape(-1, 3), data.actions.reshape(-1, 3))
     g = torch.Generator().manual_seed(seed + 1)
     losses = train_policy(policy, demo_sampler(data, config.chunk_size, s.batch_size),

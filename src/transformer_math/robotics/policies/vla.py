@@ -15,10 +15,12 @@ Qwen2-VL's M-RoPE): patch (r, c) of camera m sits at (m, r, c), text and suffix 
 
 Tokens: an image (C, S, S) in [0, 1] is cut into (S / p)^2 patches of p x p pixels, each
 flattened and mapped by one Linear to width d (ViT's patch embedding, Dosovitskiy et al. 2021)
-plus a learned per-camera vector; the instruction by the byte tokenizer
-(:mod:`.vla_tokenizer`) and an embedding table; the normalised state by a Linear; an action
-token is MLP([W_a A^tau_i ; phi(tau)]) with the sinusoidal time features phi of
-:func:`.denoising.timestep_features` (pi0's action-time MLP).
+plus a learned per-camera vector; the instruction by the byte tokenizer or
+(``tokenizer="bpe"``) a BPE trained on the instruction corpus (:mod:`.vla_tokenizer`; its JSON
+is a uint8 buffer of the state dict, so ``model.safetensors`` carries it, and
+``save_pretrained`` writes it beside as ``tokenizer.json`` too) and an embedding table; the
+normalised state by a Linear; an action token is MLP([W_a A^tau_i ; phi(tau)]) with the
+sinusoidal time features phi of :func:`.denoising.timestep_features` (pi0's action-time MLP).
 
 Weights: ``action_expert=True`` gives the suffix its own Transformer stack of the same shape
 (pi0's mixture of transformers: per layer the prefix tokens go through the trunk's norms, q/k/v
@@ -77,13 +79,18 @@ from transformer_math.robotics.policies.denoising import (
     timestep_features,
 )
 from transformer_math.robotics.policies.vla_tokenizer import (
+    BPE_SPECIALS,
     BYTE_VOCAB_SIZE,
+    bpe_from_json,
+    encode_bpe,
     encode_bytes,
     task_list,
 )
 
 TASK_KEY = "task"
 POSITIONS = ("axial_rope", "none")
+TOKENIZERS = ("bytes", "bpe")
+TOKENIZER_FILE = "tokenizer.json"
 MAX_CAMERAS = 8
 MAX_FLOW_STEPS = 10_000
 _CAMERA_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
@@ -106,6 +113,9 @@ class VLAConfig:
     image_size: int = 32
     patch_size: int = 8
     max_text_len: int = 48
+    tokenizer: str = "bytes"
+    vocab_size: int = BYTE_VOCAB_SIZE
+    tokenizer_bytes: int = 0
     position: str = "axial_rope"
     rope_theta: float = 100.0
     inference_steps: int = 10
@@ -137,6 +147,17 @@ class VLAConfig:
         if self.image_size % self.patch_size:
             raise ValueError(f"patch_size ({self.patch_size}) must divide image_size "
                              f"({self.image_size})")
+        if self.tokenizer not in TOKENIZERS:
+            raise ValueError(f"tokenizer must be one of {TOKENIZERS}, got {self.tokenizer!r}")
+        if self.tokenizer == "bytes" and (self.vocab_size != BYTE_VOCAB_SIZE
+                                          or self.tokenizer_bytes != 0):
+            raise ValueError(f"tokenizer='bytes' has vocab_size {BYTE_VOCAB_SIZE} and "
+                             f"tokenizer_bytes 0, got {self.vocab_size}, {self.tokenizer_bytes}")
+        if self.tokenizer == "bpe" and (self.tokenizer_bytes < 1
+                                        or self.vocab_size < len(BPE_SPECIALS)):
+            raise ValueError(f"tokenizer='bpe' needs tokenizer_bytes >= 1 (the length of its "
+                             f"JSON) and vocab_size >= {len(BPE_SPECIALS)}, got "
+                             f"{self.tokenizer_bytes}, {self.vocab_size}")
         if self.position not in POSITIONS:
             raise ValueError(f"position must be one of {POSITIONS}, got {self.position!r}")
         if self.dim % self.num_heads or (self.dim // self.num_heads) % 2:
@@ -329,7 +350,7 @@ class VLAPolicy(ChunkPolicy):
     config_limits: ClassVar[dict[str, tuple[int, int]]] = {
         "seed": (0, 2**63 - 1), "inference_steps": (1, MAX_FLOW_STEPS),
         "image_channels": (1, 16), "image_size": (1, 1024), "patch_size": (1, 1024),
-        "max_text_len": (2, 4096)}
+        "max_text_len": (2, 4096), "tokenizer_bytes": (0, 2**20)}
 
     def __init__(self, config: VLAConfig) -> None:
         super().__init__(config.state_dim, config.action_dim, config.chunk_size)
@@ -338,7 +359,12 @@ class VLAPolicy(ChunkPolicy):
         self.image_keys = tuple(IMAGES_PREFIX + name for name in c.camera_names)
         self.patch_embed = nn.Linear(c.image_channels * c.patch_size**2, d)
         self.camera_embed = nn.Embedding(len(c.camera_names), d)
-        self.text_embed = nn.Embedding(BYTE_VOCAB_SIZE, d)
+        self.text_embed = nn.Embedding(c.vocab_size, d)
+        self._bpe: Any = None
+        if c.tokenizer == "bpe":  # the tokenizer's JSON travels in the weights file
+            self.register_buffer("tokenizer_json", torch.zeros(c.tokenizer_bytes,
+                                                                dtype=torch.uint8))
+            self.register_load_state_dict_post_hook(_forget_tokenizer)
         self.state_embed = nn.Linear(c.state_dim, d)
         self.action_embed = nn.Linear(c.action_dim, d)
         self.action_time_mlp = nn.Sequential(nn.Linear(2 * d, d), nn.SiLU(), nn.Linear(d, d))
@@ -370,6 +396,51 @@ class VLAPolicy(ChunkPolicy):
         return {**super().normalization(config), "VISUAL": "IDENTITY"}
 
     # -- tokens --------------------------------------------------------------------------------
+    def set_tokenizer(self, tokenizer: Any) -> None:
+        """Install a BPE tokenizer (``vla_tokenizer.train_bpe``) whose JSON has exactly
+        ``config.tokenizer_bytes`` bytes and whose vocabulary fits ``config.vocab_size``."""
+        if self.config.tokenizer != "bpe":
+            raise ValueError("set_tokenizer needs a config with tokenizer='bpe'")
+        data = tokenizer.to_str().encode("utf-8")
+        if len(data) != self.config.tokenizer_bytes:
+            raise ValueError(f"the tokenizer's JSON has {len(data)} bytes, the config says "
+                             f"tokenizer_bytes={self.config.tokenizer_bytes}")
+        if tokenizer.get_vocab_size() > self.config.vocab_size:
+            raise ValueError(f"the tokenizer has {tokenizer.get_vocab_size()} tokens, more than "
+                             f"vocab_size={self.config.vocab_size}")
+        self.tokenizer_json.copy_(torch.frombuffer(bytearray(data), dtype=torch.uint8))
+        self._bpe = tokenizer
+
+    def bpe(self) -> Any:
+        """The BPE tokenizer, parsed from the ``tokenizer_json`` buffer on first use."""
+        if self._bpe is None:
+            text = bytes(self.tokenizer_json.cpu().tolist()).decode("utf-8", errors="replace")
+            self._bpe = bpe_from_json(text)
+        return self._bpe
+
+    def text_ids(self, texts: list[str]) -> Tensor:
+        """(B, max_text_len) instruction token ids (bytes or BPE, the config's)."""
+        c, device = self.config, self.text_embed.weight.device
+        if c.tokenizer == "bytes":
+            return encode_bytes(texts, c.max_text_len, device)
+        ids = encode_bpe(self.bpe(), texts, c.max_text_len, device)
+        if ids.numel() and int(ids.max()) >= c.vocab_size:  # a tokenizer of another policy
+            raise ValueError(f"the tokenizer produced id {int(ids.max())} >= vocab_size "
+                             f"{c.vocab_size}")
+        return ids
+
+    def save_pretrained(self, directory: Any) -> None:
+        """The policy folder; a BPE policy also writes ``tokenizer.json`` beside it (for
+        reading: the loaded policy takes the copy inside ``model.safetensors``)."""
+        super().save_pretrained(directory)
+        if self.config.tokenizer == "bpe":
+            from pathlib import Path
+
+            from transformer_math import safe_write
+
+            safe_write.write_bytes(Path(directory) / TOKENIZER_FILE,
+                                   self.bpe().to_str().encode("utf-8"))
+
     def _images(self, batch: dict[str, Any], b: int) -> list[Tensor]:
         c, like = self.config, self.patch_embed.weight
         want = (b, c.image_channels, c.image_size, c.image_size)
@@ -399,8 +470,7 @@ class VLAPolicy(ChunkPolicy):
         if TASK_KEY not in batch:
             raise ValueError(f"batch must contain {TASK_KEY!r} (the instruction), got keys "
                              f"{sorted(batch)}")
-        ids = encode_bytes(task_list(batch[TASK_KEY], b), c.max_text_len,
-                           self.text_embed.weight.device)
+        ids = self.text_ids(task_list(batch[TASK_KEY], b))
         parts.append(self.text_embed(ids))
         return torch.cat(parts, dim=1)
 
@@ -460,6 +530,12 @@ class VLAPolicy(ChunkPolicy):
         """(B, k, A) actions: one flow sample per observation (K = ``steps`` or the config's)."""
         s = self._state(batch)
         return self._unnormalize(self.sample(batch, s, steps))
+
+
+def _forget_tokenizer(module: nn.Module, incompatible_keys: object) -> None:
+    """After ``load_state_dict``: the BPE is parsed again from the loaded buffer."""
+    assert isinstance(module, VLAPolicy)
+    module._bpe = None
 
 
 @dataclass
