@@ -113,10 +113,12 @@ def _checkpoint_subject(path: Path, options: Options, engine: str,
     if static_only or subject.load_error is not None:
         return subject
     if engine == "project":
-        from transformer_math.doctor.engines import LOAD_DTYPE, ProjectEngine
+        from transformer_math.doctor.engines import ProjectEngine
+        from transformer_math.doctor.precision import load_dtype
 
-        try:
-            subject.engine = ProjectEngine(from_pretrained(path, dtype=LOAD_DTYPE))
+        try:  # float32 unless it would not fit (doctor/precision.py): then the stored dtype
+            dtype = load_dtype(subject.shapes or {})
+            subject.engine = ProjectEngine(from_pretrained(path, dtype=dtype))
         except ValueError as exc:
             subject.load_error = str(exc)
     else:
@@ -178,6 +180,8 @@ def run_checks(subject: Subject, checks: list[Check], *, target: str,
             source="issue 15 (checkpoints trust nothing)"))
     subject.scratch.setdefault("figures", {})
     dynamic = [c for c in checks if c.kind == DYNAMIC]
+    if dynamic and subject.engine is not None:
+        diagnosis.findings.extend(_precision_findings(subject))
     for check in checks:
         if plan is not None and check.kind == DYNAMIC and subject.engine is not None:
             if plan.forward_s is None:
@@ -198,7 +202,7 @@ def run_checks(subject: Subject, checks: list[Check], *, target: str,
         try:
             if check.kind == DYNAMIC:
                 subject.need_engine()
-            found = check.run(subject)
+            found = _run_in_precision(check, subject)
             if plan is not None and check.kind == DYNAMIC:
                 found = [budgets.relabel(f, plan) for f in found]
         except NotApplicable as why:
@@ -218,6 +222,59 @@ def run_checks(subject: Subject, checks: list[Check], *, target: str,
         plan.spent = time.perf_counter() - started
         diagnosis.budget = plan.to_json()
     return diagnosis
+
+
+def _low_precision(subject: Subject) -> Any:
+    """The parameter dtype of a project engine's model when it is bfloat16 or float16."""
+    from transformer_math.doctor.engines import ProjectEngine
+    from transformer_math.doctor.precision import LOW_PRECISION, parameter_dtype
+
+    engine = subject.engine
+    if isinstance(engine, ProjectEngine) and parameter_dtype(engine.model) in LOW_PRECISION:
+        return parameter_dtype(engine.model)
+    return None
+
+
+def _precision_findings(subject: Subject) -> list[Finding]:
+    """An info finding when the probes run in low precision (``doctor/precision.py``)."""
+    from transformer_math.doctor.precision import NEEDS_FLOAT32
+
+    dtype = _low_precision(subject)
+    if dtype is None:
+        return []
+    name = str(dtype).removeprefix("torch.")
+    return [Finding(
+        "checkpoint.dtype", Severity.INFO,
+        f"the probes run in {name} (a float32 copy of the model would not fit in half the "
+        f"available memory); {', '.join(sorted(NEEDS_FLOAT32))} run on a float32 copy of the "
+        "probed model",
+        meaning=f"statistics are computed in float32 from {name} activations; the two checks "
+                "that compare differently rounded computations need float32",
+        fix="none needed; for float32 probes everywhere run on a machine with more memory",
+        source="issue 36 item 4; doctor/precision.py", details={"dtype": name})]
+
+
+def _run_in_precision(check: Check, subject: Subject) -> list[Finding]:
+    """``check.run(subject)``; a check of ``precision.NEEDS_FLOAT32`` on a bfloat16/float16
+    project model runs on a float32 copy of it (skipped when the copy is too big)."""
+    from transformer_math.doctor import precision
+    from transformer_math.doctor.engines import ProjectEngine
+
+    dtype = _low_precision(subject) if check.name in precision.NEEDS_FLOAT32 else None
+    if dtype is None:
+        return check.run(subject)
+    engine = subject.engine
+    assert isinstance(engine, ProjectEngine)
+    need = precision.float32_bytes(engine.model)
+    if need > precision.UPCAST_LIMIT_BYTES:
+        raise NotApplicable(precision.too_big_reason(check.name, need, dtype))
+    subject.engine = subject.cached(f"engine:float32:{id(engine)}",
+                                    lambda: ProjectEngine(precision.upcast(engine.model)))
+    try:
+        found = check.run(subject)
+    finally:
+        subject.engine = engine
+    return [precision.mark_upcast(f, dtype) for f in found]
 
 
 def _plan(subject: Subject, plan: Any, dynamic: list[Check], started: float) -> None:

@@ -14,7 +14,8 @@ passes).
 
 Both engines load a checkpoint folder in :data:`LOAD_DTYPE` (float32, whatever the folder
 stores), so that they compare the same numbers and the checks' tolerances, set in float32,
-hold for either.
+hold for either; the project engine falls back to the stored dtype when a float32 copy would
+not fit in memory (``doctor/precision.py``: what is then computed in float32 and how).
 """
 
 from __future__ import annotations

@@ -1,0 +1,59 @@
+"""The doctor on bfloat16 / float16 models (``doctor/precision.py``, issue 36 item 4): a
+healthy low-precision model is not flagged (the two checks that compare differently rounded
+computations run on a float32 copy and say so), a real bug is still flagged in low precision,
+the copy is skipped with the reason when it is too big, and a checkpoint too big for float32
+is loaded in its stored dtype."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from transformer_math import bugs
+from transformer_math.doctor import examine, precision, zoo
+
+
+def _low(model: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
+    """Parameters in ``dtype``, RoPE tables left in float32: what ``from_pretrained(dtype=)``
+    gives (``Module.to`` would round the tables too, which ``rope.relativity`` rightly
+    flags)."""
+    for p in model.parameters():
+        p.data = p.data.to(dtype)
+    return model
+
+
+CHECKS = ["cache.consistency", "rope.relativity", "attention.recompute",
+          "attention.causal-leakage"]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_healthy_low_precision_model_is_not_flagged_and_says_what_it_upcast(dtype):
+    model = _low(zoo.zoo_model("llama-gqa").build(), dtype)
+    dg = examine(model, checks=CHECKS)
+    assert dg.flagged == [], [(f.check, f.summary) for f in dg.flagged]
+    info = dg.by_check("checkpoint.dtype")
+    assert len(info) == 1 and info[0].details["dtype"] == str(dtype).removeprefix("torch.")
+    for f in dg.findings:
+        upcast = f.check in precision.NEEDS_FLOAT32
+        assert ("upcast" in f.details) == upcast, f.check
+        assert next(model.parameters()).dtype == dtype  # the model itself is not converted
+
+
+def test_a_bug_is_still_flagged_in_bfloat16():
+    with bugs.plant("attention.causal-top-left"):
+        model = _low(zoo.zoo_model("llama-gqa").build(), torch.bfloat16)
+        dg = examine(model, checks=["cache.consistency"])
+    assert [f.check for f in dg.flagged] == ["cache.consistency"]
+
+
+def test_upcast_too_big_is_skipped_with_the_reason(monkeypatch):
+    monkeypatch.setattr(precision, "UPCAST_LIMIT_BYTES", 1000)
+    model = _low(zoo.zoo_model("llama-gqa").build(), torch.bfloat16)
+    dg = examine(model, checks=["cache.consistency"])
+    assert dg.skipped["cache.consistency"].startswith("needs float32")
+
+
+def test_load_dtype_keeps_float32_unless_it_does_not_fit():
+    shapes = {"a": (1000, 1000)}  # 4 MB in float32
+    assert precision.load_dtype(shapes, memory=10 << 20) == "float32"
+    assert precision.load_dtype(shapes, memory=6 << 20) == "auto"
