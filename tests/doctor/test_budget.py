@@ -135,3 +135,13 @@ def test_cli_budget_option(hf_llama_random):
     assert "skipped by the budget: " in result.output
     bad = runner.invoke(app, ["doctor", hf_llama_random, "--budget", "soon"])
     assert bad.exit_code == 2 and "--budget" in bad.output and "Traceback" not in bad.output
+
+
+def test_time_spent_before_the_checks_counts():
+    from transformer_math.doctor import run_checks, subject_for
+    from transformer_math.doctor.checks import Options
+
+    subject = subject_for(zoo.zoo_model("llama-gqa").build(), Options())
+    dg = run_checks(subject, select_checks(), target="m", budget=10.0, already_spent=20.0)
+    assert dg.budget["load_s"] == 20.0
+    assert {c.name for c in select_checks() if c.kind == "dynamic"} == set(dg.budget["skipped"])

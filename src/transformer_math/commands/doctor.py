@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -176,9 +177,10 @@ def budget_line(diagnosis: Diagnosis) -> str | None:
     plan = diagnosis.budget
     if plan is None:
         return None
-    parts = [f"budget {plan['seconds']:.4g} s, spent {plan['spent']:.3g} s"]
+    parts = [f"budget {plan['seconds']:.4g} s, spent {plan['spent']:.3g} s (loading "
+             f"{plan.get('load_s', 0.0):.3g} s)"]
     if plan.get("full_forward_s"):
-        parts.append(f"one probe forward {plan['full_forward_s']:.3g} s")
+        parts.append(f"one full probe forward ~{plan['full_forward_s']:.3g} s")
     sampled = plan.get("sampled")
     if sampled:
         parts.append(f"sampled layers {', '.join(map(str, sampled['layers']))} of "
@@ -273,6 +275,7 @@ def doctor(
         fail(str(exc))
     options = Options(context=context, train_tokens=train_tokens, set_model=set_model,
                       seed=seed, probe_len=probe_len)
+    loading = time.perf_counter()  # the budget counts the load too
     try:  # reading and loading the checkpoint: its errors are the user's input
         subject = subject_for(path, options, engine=engine, static_only=static)
     except ImportError as exc:
@@ -287,7 +290,8 @@ def doctor(
                                         else 160)
     with internal_work():  # checks run on validated input: an escaping ValueError is ours
         diagnosis = run_checks(subject, chosen, target=str(path),
-                               progress=_progress(True), budget=seconds)
+                               progress=_progress(True), budget=seconds,
+                               already_spent=time.perf_counter() - loading)
     _clear_progress()
     print_diagnosis(diagnosis, out)
     if json_file is not None:

@@ -154,19 +154,21 @@ def select_checks(patterns: Iterable[str] | None = None, *, static_only: bool = 
 
 def run_checks(subject: Subject, checks: list[Check], *, target: str,
                progress: Callable[[str], None] | None = None,
-               budget: float | None = None) -> Diagnosis:
+               budget: float | None = None, already_spent: float = 0.0) -> Diagnosis:
     """Run ``checks`` on ``subject``; a check that raises NotApplicable is recorded as skipped,
     one that raises anything else becomes an error finding (the probe made the model fail).
 
     ``budget`` (seconds): plan the run to fit (``doctor/budget.py``: static checks first,
     dynamic ones by value, sampled layers and short probes when the full run would not fit,
-    checks that do not fit skipped with the reason); ``Diagnosis.budget`` says what it did."""
+    checks that do not fit skipped with the reason); ``Diagnosis.budget`` says what it did.
+    ``already_spent``: seconds of the budget used before (loading the checkpoint)."""
     from transformer_math.doctor import budget as budgets
 
     plan = None if budget is None else budgets.Plan(budgets.parse_budget(budget, "budget"))
     if plan is not None:
         checks = budgets.order_checks(checks)
-    started = time.perf_counter()
+        plan.load_s = already_spent
+    started = time.perf_counter() - already_spent
     diagnosis = Diagnosis(target, subject.engine.name if subject.engine is not None else "static",
                           options={k: getattr(subject.options, k) for k in (
                               "context", "train_tokens", "set_model", "seed", "probe_len",
@@ -278,9 +280,13 @@ def _run_in_precision(check: Check, subject: Subject) -> list[Finding]:
 
 
 def _plan(subject: Subject, plan: Any, dynamic: list[Check], started: float) -> None:
-    """Time one forward pass of the probe batch; when the dynamic checks would not fit in
-    ``budget.PLAN_SHARE`` of what is left, shorten the probes and (project engine) sample the
-    layers, then time the sampled model (``doctor/budget.py``)."""
+    """Decide the sampling and time the probe forward (``doctor/budget.py``).
+
+    A project model deeper than ``SAMPLED_LAYERS`` is first timed SAMPLED on short probes
+    (cheap even at 8B) and the full forward is estimated from that by the ratio of parameter
+    counts and of probe lengths; otherwise the full forward is timed. When the dynamic checks
+    would need more than ``PLAN_SHARE`` of what is left at the full size, the run uses the
+    sampled model (or, not sampleable, the short probes)."""
     import dataclasses
 
     from transformer_math.doctor import budget as budgets
@@ -290,22 +296,35 @@ def _plan(subject: Subject, plan: Any, dynamic: list[Check], started: float) -> 
     if engine.vocab_size is None:
         plan.forward_s = plan.full_forward_s = 0.0  # vector models are small: no plan
         return
-    plan.forward_s = plan.full_forward_s = budgets.time_forward(
-        engine, subject.random_ids("budget.forward"))
     units = sum(budgets.COST_UNITS.get(c.name, budgets.DEFAULT_UNITS) for c in dynamic)
+    full_len = subject.probe_len
+    short_len = (budgets.SHORT_PROBE if subject.options.probe_len is None
+                 and full_len > budgets.SHORT_PROBE else full_len)
+    sampled = None
+    if isinstance(engine, ProjectEngine) and engine.num_layers > budgets.SAMPLED_LAYERS:
+        layers = budgets.sample_layers(engine.num_layers)
+        sampled = (layers, ProjectEngine(budgets.sampled_model(engine.model, layers)))
+        short_s = budgets.time_forward(sampled[1], subject.random_ids("budget.forward",
+                                                                      length=short_len))
+        ratio = budgets.parameter_count(engine.model) / budgets.parameter_count(
+            sampled[1].model)
+        plan.full_forward_s = short_s * ratio * full_len / short_len  # an estimate
+    else:
+        plan.full_forward_s = budgets.time_forward(engine, subject.random_ids("budget.forward"))
+    plan.forward_s = plan.full_forward_s
     left = plan.seconds - (time.perf_counter() - started)
-    if units * plan.forward_s <= budgets.PLAN_SHARE * left:
+    if units * plan.full_forward_s <= budgets.PLAN_SHARE * left:
         return
-    if subject.options.probe_len is None and subject.probe_len > budgets.SHORT_PROBE:
-        subject.options = dataclasses.replace(subject.options, probe_len=budgets.SHORT_PROBE)
+    if short_len != full_len:
+        subject.options = dataclasses.replace(subject.options, probe_len=short_len)
     plan.probe_len = subject.probe_len
     plan.num_layers = engine.num_layers
-    if isinstance(engine, ProjectEngine) and engine.num_layers > budgets.SAMPLED_LAYERS:
-        plan.layers = budgets.sample_layers(engine.num_layers)
-        subject.engine = ProjectEngine(budgets.sampled_model(engine.model, plan.layers))
+    if sampled is not None:
+        plan.layers, subject.engine = sampled
+        plan.forward_s = short_s
     else:
         plan.layers = tuple(range(engine.num_layers))
-    plan.forward_s = budgets.time_forward(subject.engine, subject.random_ids("budget.forward"))
+        plan.forward_s = budgets.time_forward(engine, subject.random_ids("budget.forward"))
 
 
 def examine(target: Any, *, context: int | None = None, train_tokens: float | None = None,

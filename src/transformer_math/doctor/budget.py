@@ -3,19 +3,21 @@
 A full doctor run costs about :data:`FULL_RUN_UNITS` forward passes of the probe batch
 (``Options.batch`` sequences of ``probe_len`` tokens): on a random 134M Llama that was 160 s on
 the shared 2-core machine, on an 8B model it would be hours. Under a budget of ``B`` seconds
-the run is planned as
+the run (which ``tmath doctor`` starts counting before it loads the checkpoint) is planned as
 
 1. every static check first (config and headers: milliseconds, nothing allocated);
 2. the dynamic checks in the order of :data:`VALUE_ORDER`: the checks that find faults which
    are wrong whatever the use (causal leakage, a KV cache that disagrees with the full forward,
    NaN rows, padding, RoPE tables) before the statistical ones (saturation, depth statistics,
    induction heads);
-3. one forward pass of the probe batch is timed (``u`` seconds). When the dynamic checks would
-   need more than :data:`PLAN_SHARE` of the budget (``FULL_RUN_UNITS * u``), the probes run on
-   a *sampled* model: :func:`sample_layers` keeps the first, the last and evenly spaced middle
-   layers (:data:`SAMPLED_LAYERS` of them), sharing their weights with the loaded model
-   (:func:`sampled_model`: no copy), and the probe sequences are shortened to
-   :data:`SHORT_PROBE` tokens; ``u`` is timed again on the sampled model;
+3. the cost of one forward pass of the probe batch (``u`` seconds) is found: on a model deeper
+   than :data:`SAMPLED_LAYERS` by timing the *sampled* model (:func:`sample_layers`: the first,
+   the last and evenly spaced middle layers, sharing their weights with the loaded model,
+   :func:`sampled_model`: no copy) on :data:`SHORT_PROBE`-token probes and scaling by the
+   ratio of parameter counts and of probe lengths (so an 8B model is never run whole just to
+   plan); otherwise by timing the model. When the dynamic checks would need more than
+   :data:`PLAN_SHARE` of what is left (``sum COST_UNITS * u``), the run uses the sampled model
+   and the short probes;
 4. before each dynamic check its cost is estimated as ``COST_UNITS[check] * u``; a check that
    does not fit in what is left of the budget is skipped, with the estimate in the reason.
 
@@ -140,6 +142,7 @@ class Plan:
     probe_len: int | None = None
     skipped: list[str] = field(default_factory=list)
     spent: float = 0.0
+    load_s: float = 0.0  # of ``spent``: reading the checkpoint before the checks
 
     def estimate(self, check: Check) -> float:
         unit = self.forward_s or 0.0
@@ -152,19 +155,22 @@ class Plan:
 
     def to_json(self) -> dict[str, Any]:
         return {"seconds": self.seconds, "spent": round(self.spent, 3),
+                "load_s": round(self.load_s, 3),
                 "forward_s": self.forward_s, "full_forward_s": self.full_forward_s,
                 "sampled": self.sampled(), "skipped": list(self.skipped)}
 
 
 def time_forward(engine: Any, ids: Any) -> float:
-    """The faster of two timed forward passes of ``ids`` (after one untimed)."""
+    """Seconds of one forward pass of ``ids`` (one pass only: on an 8B model a pass costs
+    tens of seconds; a first pass's warm-up makes it an overestimate, the safe side)."""
+    start = time.perf_counter()
     engine.logits(ids)
-    best = float("inf")
-    for _ in range(2):
-        start = time.perf_counter()
-        engine.logits(ids)
-        best = min(best, time.perf_counter() - start)
-    return best
+    return time.perf_counter() - start
+
+
+def parameter_count(model: nn.Module) -> int:
+    """Elements of the model's distinct parameters (a tied head counts once)."""
+    return sum(p.numel() for p in model.parameters())
 
 
 _LAYER = re.compile(r"\blayer (\d+)(?![\d.]*\d)")
