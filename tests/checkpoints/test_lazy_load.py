@@ -187,3 +187,19 @@ def test_load_benchmark_size_is_checked(monkeypatch):
     monkeypatch.setenv(load_bench.SIZE_VARIABLE, "huge")
     with pytest.raises(ValueError, match="TMATH_LOAD_BENCH_SIZE"):
         load_bench.load_llama()
+
+
+def test_streamed_random_folder_loads_in_both_libraries(tmp_path):
+    import transformers
+
+    from transformer_math.bench.load_bench import write_random_llama_folder
+
+    root = write_random_llama_folder(tmp_path / "m", "small", shard_bytes=20_000_000)
+    assert len(list(root.glob("model-*.safetensors"))) > 2
+    ours = from_pretrained(root)
+    theirs = transformers.AutoModelForCausalLM.from_pretrained(root, dtype="auto")
+    assert next(ours.parameters()).dtype == torch.bfloat16
+    ids = torch.randint(0, 32000, (1, 8), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        a, b = ours(ids).logits.float(), theirs(ids).logits.float()
+    assert float((a - b).abs().max() / b.abs().max()) < 6e-2

@@ -43,13 +43,70 @@ _LLAMA_32_1B: dict[str, Any] = {
                         "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                         "original_max_position_embeddings": 8192},
 }
+_LLAMA_31_8B: dict[str, Any] = {
+    **_LLAMA_32_1B, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+    "head_dim": 128, "tie_word_embeddings": False,
+    "rope_parameters": {**_LLAMA_32_1B["rope_parameters"], "factor": 8.0},
+}
 SIZES: dict[str, dict[str, Any]] = {
+    "8b": _LLAMA_31_8B,
     "1b": _LLAMA_32_1B,
     "small": {**_LLAMA_32_1B, "hidden_size": 512, "intermediate_size": 2048,
               "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
               "vocab_size": 32000},
 }
 """Llama configs (transformers' ``LlamaConfig`` keyword arguments) by size name."""
+
+
+def write_random_llama_folder(path: str | Path, size: str = "8b", seed: int = 0,
+                              shard_bytes: int = 2 << 30) -> Path:
+    """Save a random bfloat16 Llama of :data:`SIZES` ``[size]`` under ``path`` without ever
+    holding the model: transformers' config and its meta-device model give the names and
+    shapes, each tensor is drawn N(0, 0.02^2) (norm weights 1) from a seeded
+    ``torch.Generator`` and written in shards of at most ``shard_bytes`` with an index, so the
+    memory needed is one shard (the 8B folder of the doctor's closing run: 16 GB of disk)."""
+    import json
+
+    import torch
+    import transformers
+    from safetensors.torch import save_file
+
+    root = Path(path)
+    root.mkdir(parents=True, exist_ok=True)
+    config = transformers.LlamaConfig(**SIZES[size])
+    config.dtype = "bfloat16"
+    with torch.device("meta"):
+        skeleton = transformers.LlamaForCausalLM(config)
+    shapes = {k: tuple(v.shape) for k, v in skeleton.state_dict().items()}
+    if config.tie_word_embeddings:
+        shapes.pop("lm_head.weight", None)
+    g = torch.Generator().manual_seed(seed)
+    groups: list[list[str]] = [[]]
+    size_now = 0
+    for name in shapes:
+        nbytes = 2 * int(torch.Size(shapes[name]).numel())
+        if groups[-1] and size_now + nbytes > shard_bytes:
+            groups.append([])
+            size_now = 0
+        groups[-1].append(name)
+        size_now += nbytes
+    weight_map = {}
+    for k, names in enumerate(groups, start=1):
+        shard = {}
+        for name in names:
+            if name.endswith("norm.weight"):
+                shard[name] = torch.ones(shapes[name], dtype=torch.bfloat16)
+            else:
+                shard[name] = (0.02 * torch.randn(shapes[name], generator=g)).to(torch.bfloat16)
+        fname = f"model-{k:05d}-of-{len(groups):05d}.safetensors"
+        save_file(shard, str(root / fname), metadata={"format": "pt"})
+        weight_map.update({name: fname for name in names})
+        del shard
+    config.save_pretrained(root)
+    (root / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {"total_size": 2 * sum(torch.Size(s).numel() for s in shapes.values())},
+         "weight_map": weight_map}, indent=2))
+    return root
 
 
 def make_llama_folder(path: str | Path, size: str = "small", seed: int = 0) -> Path:
@@ -62,6 +119,8 @@ def make_llama_folder(path: str | Path, size: str = "small", seed: int = 0) -> P
 
     if size not in SIZES:
         raise ValueError(f"size must be one of {sorted(SIZES)}, got {size!r}")
+    if size == "8b":  # transformers' own init would hold 16 GB at once
+        return write_random_llama_folder(path, size, seed)
     with private_rng(seed):
         config = transformers.LlamaConfig(**SIZES[size])
         model = transformers.LlamaForCausalLM._from_config(config, dtype=torch.bfloat16)
@@ -149,8 +208,8 @@ def _gb(n: float) -> str:
 @benchmark("load.llama")
 def load_llama() -> Benchmark:
     size = os.environ.get(SIZE_VARIABLE, "small")
-    if size not in SIZES:
-        raise ValueError(f"{SIZE_VARIABLE} must be one of {sorted(SIZES)}, got {size!r}")
+    if size not in SIZES or size == "8b":
+        raise ValueError(f"{SIZE_VARIABLE} must be 'small' or '1b', got {size!r}")
     import transformers
 
     from transformer_math.checkpoints.io import from_pretrained
