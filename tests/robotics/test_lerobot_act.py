@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -227,3 +228,13 @@ def test_missing_statistics_and_renames_are_refused(folders, tmp_path):
     (out / "policy_preprocessor.json").unlink()
     with pytest.raises(ValueError, match="normalisation statistics"):
         read_lerobot_act(out)
+
+
+def test_the_documented_example_runs(monkeypatch, capsys):
+    """docs/lerobot.md's python block, run from the repository root."""
+    root = FIXTURE.parents[2]
+    text = (root / "docs" / "lerobot.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"```python\n(.*?)```", text, re.S)
+    monkeypatch.chdir(root)
+    exec(compile(block, "docs/lerobot.md", "exec"), {})
+    assert "(1, 3) act_lerobot 1" in capsys.readouterr().out
