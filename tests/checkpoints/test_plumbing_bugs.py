@@ -74,7 +74,7 @@ def _err(hf: Any, ours: Any, ids: torch.Tensor, **kw: Any) -> float:
 def test_every_plumbing_bug_names_a_test_of_this_file():
     load_all()
     mine = [b for b in BUGS.values() if b.test.startswith("tests/checkpoints/test_plumbing")]
-    assert len(mine) >= 9
+    assert len(mine) >= 11
     text = Path(__file__).read_text(encoding="utf-8")
     for bug in mine:
         assert f"def {bug.test.partition('::')[2]}(" in text, bug.name
@@ -219,3 +219,45 @@ def test_qwen2_qkv_biases_are_applied(corpus):
     assert _err(hf, ours, ids) <= TOL
     with plant("attention.qkv-bias-dropped"):
         assert _err(hf, ours, ids) > KILL
+
+
+def test_repetition_penalty_lowers_seen_tokens():
+    """``penalize_repeats`` equals transformers' ``RepetitionPenaltyLogitsProcessor``."""
+    from transformers.generation.logits_process import RepetitionPenaltyLogitsProcessor
+
+    from transformer_math.nn.generation import penalize_repeats
+
+    g = torch.Generator().manual_seed(2)
+    logits = 3.0 * torch.randn(2, RC.VOCAB, generator=g)
+    history = torch.randint(0, RC.VOCAB, (2, 12), generator=g)
+    seen = torch.zeros(2, RC.VOCAB, dtype=torch.bool).scatter(1, history, True)
+    expected = RepetitionPenaltyLogitsProcessor(1.3)(history, logits.clone())
+
+    def err() -> float:
+        return float((penalize_repeats(logits, seen, 1.3) - expected).abs().max())
+
+    assert err() <= 1e-6
+    with plant("generation.repetition-penalty-inverted"):
+        assert err() > KILL
+
+
+def test_llama_rmsnorm_casts_before_the_gain():
+    """Llama's RMSNorm in bfloat16 equals transformers' ``LlamaRMSNorm`` bit for bit (cast
+    x_hat to bf16, then the gain); the float32 gain rounds differently."""
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+
+    from transformer_math.nn.norms import NORMS
+
+    g = torch.Generator().manual_seed(3)
+    theirs = LlamaRMSNorm(64, eps=1e-5)
+    ours = NORMS.get("rmsnorm_hf")(64, eps=1e-5)
+    with torch.no_grad():
+        theirs.weight.copy_(1.0 + 0.3 * torch.randn(64, generator=g))
+        ours.weight.copy_(theirs.weight)
+    theirs, ours = theirs.to(torch.bfloat16), ours.to(torch.bfloat16)
+    x = torch.randn(4, 16, 64, generator=g).to(torch.bfloat16)
+    with torch.no_grad():
+        expected = theirs(x)
+        assert torch.equal(ours(x), expected)
+        with plant("norm.llama-gain-in-float32"):
+            assert not torch.equal(ours(x), expected)

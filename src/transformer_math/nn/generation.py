@@ -63,6 +63,12 @@ FINISHED_ROWS_CONTINUE = declare_bug(
     "rows of the batch finish",
     module=__name__, seen_in="batched decoding loops that check eos only to stop the batch",
     test=_PLUMBING + "test_finished_rows_continue_with_padding")
+REPETITION_PENALTY_INVERTED = declare_bug(
+    "generation.repetition-penalty-inverted",
+    "the repetition penalty multiplies positive logits by p and divides negative ones by p "
+    "(the CTRL rule inverted): seen tokens become more likely instead of less",
+    module=__name__, seen_in="z * p written for 'penalise' without the sign case",
+    test=_PLUMBING + "test_repetition_penalty_lowers_seen_tokens")
 
 
 def _check_options(vocab: int, max_new_tokens: int, temperature: float | None,
@@ -115,6 +121,8 @@ def penalize_repeats(logits: Tensor, seen: Tensor, penalty: float) -> Tensor:
     """Logits (B, V) in float32 with the entries of ``seen`` (B, V) bool divided by ``penalty``
     where positive and multiplied by it where negative (CTRL's repetition penalty)."""
     z = logits.float()
+    if planted(REPETITION_PENALTY_INVERTED):  # planted bug: the two cases swapped
+        return torch.where(seen, torch.where(z < 0, z / penalty, z * penalty), z)
     return torch.where(seen, torch.where(z < 0, z * penalty, z / penalty), z)
 
 

@@ -35,6 +35,14 @@ GEMMA_OFFSET_DROPPED = declare_bug(
     "are near 0, so every norm output nearly vanishes)",
     test="tests/checkpoints/test_plumbing_bugs.py::test_gemma_embedding_scale_and_norm_offset")
 
+LLAMA_GAIN_IN_FLOAT32 = declare_bug(
+    "norm.llama-gain-in-float32", "Llama's RMSNorm multiplies by the gain in float32 and casts "
+    "once at the end, instead of casting x_hat to the input dtype first and multiplying there "
+    "(LlamaRMSNorm): bfloat16 outputs round differently from transformers'",
+    module=__name__, seen_in="one RMSNorm written for every family (Gemma's order is the "
+    "float32 one, Llama's is not)",
+    test="tests/checkpoints/test_plumbing_bugs.py::test_llama_rmsnorm_casts_before_the_gain")
+
 NORMS: Registry[type[nn.Module]] = Registry("norm")
 """Norm classes ``cls(dim, *, eps)``. Metadata: ``params_per_dim`` (parameters per channel),
 ``default_eps``."""
@@ -126,6 +134,8 @@ class HFRMSNorm(RMSNorm):
             return self._hooked(x)
         x32 = x.to(torch.float32)
         normed = x32 * torch.rsqrt(x32.pow(2).mean(dim=-1, keepdim=True) + self.eps)
+        if self.weight is not None and planted(LLAMA_GAIN_IN_FLOAT32):  # planted bug
+            return (self.weight.to(torch.float32) * normed).to(x.dtype)
         out = normed.to(x.dtype)
         return out if self.weight is None else self.weight * out
 
