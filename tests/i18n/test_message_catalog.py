@@ -134,8 +134,9 @@ def test_translation_by_catalog_with_nested_messages() -> None:
 
 
 def test_the_same_message_with_other_numbers() -> None:
-    zh = i18n.text(msg("relative error at L={L}: {error:.3e}, at L={L_2}: {error_2:.3e}",
-                       L=32, error=1.25e-2, L_2=512, error_2=7.5e-5), "zh")
+    zh = i18n.text(msg("relative error at L={depths_0}: {errors_0:.3e}, at L={depths}: "
+                       "{errors:.3e}", depths_0=32, errors_0=1.25e-2, depths=512, errors=7.5e-5),
+                   "zh")
     assert all(n in zh for n in ("32", "1.250e-02", "512", "7.500e-05")) and CJK.search(zh), zh
 
 
