@@ -29,7 +29,10 @@ SUBSET = {
 }
 CHECKS = sorted({check for _, check in SUBSET.values()})
 
-KNOWN_GAPS: set[str] = set()  # engine bugs the zoo reaches that no check flags (none now)
+# Engine bugs the zoo reaches that no doctor check flags. Both were planted with issue 33's
+# plumbing bugs and are killed by their named tests in tests/checkpoints/test_plumbing_bugs.py;
+# the doctor has no eval-determinism probe and its zoo models carry no q/k/v biases (yet).
+KNOWN_GAPS: set[str] = {"attention.dropout-in-eval", "attention.qkv-bias-dropped"}
 
 
 @pytest.fixture(autouse=True)
