@@ -41,6 +41,17 @@ def test_generated_blocks_are_current() -> None:
     assert not stale, f"stale README blocks {stale}: run python tools/readme_blocks.py"
 
 
+def test_the_bug_count_ignores_bugs_a_test_declares() -> None:
+    """CI at 97d39e4 found the block stale because a test module's demo bug, declared earlier in
+    the same pytest worker, was counted as a library bug."""
+    from transformer_math import bugs
+    from transformer_math.claims import counts
+
+    before = counts.bugs_declared()
+    bugs.declare_bug("demo.readme-count", "a demo bug a test declares", module=__name__)
+    assert counts.bugs_declared() == before
+
+
 def test_a_stale_block_is_found() -> None:
     tool = _tool()
     text = README.read_text(encoding="utf-8").replace("claims**", "claims (typed)**", 1)
