@@ -394,9 +394,22 @@ def propagate_non_finite(
     (x + 0 = x). The probes are detached: their gradient is 0 times an indicator, which adds
     exact zeros to the gradients of finite inputs, so autograd need not run through them (it
     cost about 10 % of a small model's training step; issue 19's profile).
+
+    Eager CPU shortcut (issue 36 item 5): the exact probes are four reductions and a pass over
+    ``out``, about 0.8 ms of a 15 ms (4, 8, 512, 64) float32 call on one thread. When nothing
+    traces the call (no compile, export, jit trace, functorch transform or dispatch mode) and
+    q and k are plain CPU tensors, one sum over q plus one over k (float32 accumulation for
+    float16 / bfloat16) decides first: sum(q) + sum(k) is finite only if every entry of q and k
+    is finite (NaN and +-inf survive a sum; +inf + -inf = NaN), and then every probe above is 0
+    and ``out + 0 = out``, so ``out`` is returned as it is. A non-finite total (a bad entry, or
+    a finite sum that overflowed) runs the exact probes, so the result is the same either way.
+    The branch reads one scalar on the host, free on the CPU; on an accelerator it would be a
+    synchronisation per call, so other devices always take the branch-free path.
     """
     del v  # see above
     q, k = q.detach(), k.detach()
+    if _untraced_cpu(q, k) and _sums_finite(q, k):
+        return out
     # amax and amin separately: each is far faster than torch.aminmax on CPU
     rows = q.amax(dim=-1, keepdim=True) * 0.0 + q.amin(dim=-1, keepdim=True) * 0.0  # (B,H,T,1)
     if k.shape[-2] > 0:  # (no keys: nothing to check, and amax of nothing is an error)
@@ -404,6 +417,24 @@ def propagate_non_finite(
         rows = rows + (k.amax(dim=k_dims, keepdim=True) * 0.0
                        + k.amin(dim=k_dims, keepdim=True) * 0.0)  # (B, H, 1, 1)
     return out.add_(rows) if inplace and not out.requires_grad else out + rows
+
+
+def _untraced_cpu(*tensors: Tensor) -> bool:
+    """Whether a data-dependent Python branch on these tensors is safe and free: eager mode (not
+    compiling or exporting, not jit tracing, no dispatch mode such as fake tensors or make_fx),
+    and plain CPU tensors (no subclass, no functorch wrapper as under vmap or grad)."""
+    if (torch.compiler.is_compiling() or torch.jit.is_tracing()
+            or torch._C._len_torch_dispatch_stack() > 0):
+        return False
+    wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+    return all(type(t) is Tensor and t.device.type == "cpu" and not wrapped(t) for t in tensors)
+
+
+def _sums_finite(q: Tensor, k: Tensor) -> bool:
+    """True only if every entry of q and k is finite (False may also mean a sum overflowed)."""
+    acc = torch.float32 if q.dtype in LOW_PRECISION else None
+    total = q.sum(dtype=acc) + k.sum(dtype=acc)
+    return bool(torch.isfinite(total))
 
 
 def _scale_and_mask(
