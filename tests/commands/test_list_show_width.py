@@ -96,11 +96,86 @@ def _entry(**extra: object) -> dict:
 
 @pytest.mark.parametrize("width", [80, 100])
 def test_detail_fits_and_shows_the_failing_condition_of_the_falsifier(width: int) -> None:
+    # a falsifier whose measured values look alike with and without the bug (issue 38:
+    # "1050624 vs 1050624") still names the pass condition it broke (failed_conditions)
     margin = {"name": "|err| with the bug", "value": 0.5, "threshold": 0.1, "sense": "<=",
-              "slack": -0.4}
+              "slack": -0.4, "predicted": None, "measured": 0.5, "test": "measured <= 0.1"}
+    entry = _entry(failed_conditions=[margin], measured=1050624)
+    entry["measured"] = 1050624
     out = Console(width=width, file=io.StringIO())
-    out.print(claim_detail(_entry(margins=[margin])))
+    out.print(claim_detail(entry))
     text = out.file.getvalue()
     assert _widest(text) <= width
-    assert "pass conditions with the bug" in text and "|err| with the bug" in text
+    assert "pass conditions that failed with the bug (why it was caught)" in text
+    assert "|err| with the bug" in text and "NO" in text
+    assert "measured without the bug" in text and "measured with the bug" in text
     assert "refutes: nothing" in text
+
+
+def test_detail_says_when_a_caught_falsifier_recorded_no_failed_condition() -> None:
+    out = Console(width=80, file=io.StringIO())
+    out.print(claim_detail(_entry(failed_conditions=[])))
+    assert "pass conditions that failed with the bug: none recorded" in out.file.getvalue()
+
+
+def _rendered(entry: dict, width: int) -> str:
+    out = Console(width=width, file=io.StringIO())
+    out.print(claim_detail(entry))
+    return out.file.getvalue()
+
+
+def _row(text: str, name: str) -> list[str]:
+    line = next(line for line in text.splitlines() if line.lstrip("│ ").startswith(name))
+    return line.strip("│ ").split()
+
+
+def test_a_deviation_is_not_shown_as_the_quantity() -> None:
+    # issue 38.3: "Var(q.k), d_k = 16 ... measured 0.02319" when the variance was 15.98
+    close = {"name": "Var(q.k)", "value": 0.02, "threshold": 0.8, "sense": "<=",
+             "slack": 0.78, "predicted": 16.0, "measured": 15.98,
+             "test": "|measured - predicted| <= 0.05 |predicted|"}
+    entry = {**_entry(), "margins": [close]}
+    for width in (80, 100):
+        text = _rendered(entry, width)
+        assert _widest(text) <= width
+        head = _row(text, "quantity")
+        assert head == ["quantity", "predicted", "measured", "tested", "threshold", "holds"]
+        assert _row(text, "Var(q.k)") == ["Var(q.k)", "16", "15.98", "0.02", "<=", "0.8", "yes"]
+        assert "tested = |measured - predicted|; threshold = 0.05 |predicted|" in text
+
+
+def test_plain_conditions_show_measured_and_threshold_only() -> None:
+    text = _rendered(_entry(), 80)
+    assert _row(text, "quantity") == ["quantity", "measured", "threshold", "holds"]
+    assert _row(text, "|err|") == ["|err|", "0.01", "<=", "0.1", "yes"]
+    assert "tested =" not in text
+
+
+def test_a_seed_condition_that_fails_refutes_the_seed_not_the_project() -> None:
+    seed = {"name": "seed 000:1: x", "value": 11.0, "threshold": 0.1, "sense": "<=",
+            "slack": -10.9, "predicted": None, "measured": 11.0, "test": "measured <= 0.1"}
+    out = Console(width=100, file=io.StringIO(), force_terminal=True, color_system="standard")
+    out.print(claim_detail({**_entry(), "seed_margins": [seed]}))
+    raw = out.file.getvalue()
+    plain = _rendered({**_entry(), "seed_margins": [seed]}, 100)
+    assert "a 'no' refutes the seed" in plain
+    assert _row(plain, "seed 000:1: x")[-1] == "no"
+    assert "\x1b[1;36mno" in raw  # bold cyan, the terminal colour of "refuted" (not red)
+
+
+def test_show_names_the_margin_fields_on_a_real_claim() -> None:
+    result = runner.invoke(app, ["show", "attention.sqrt-dk-variance", "--size", "tiny",
+                                 "--json"])
+    assert result.exit_code == 0, result.output
+    entry = json.loads(result.output)
+    first = entry["margins"][0]
+    assert first["predicted"] == 16 and first["test"].startswith("|measured - predicted|")
+    failed = entry["falsifier"]["failed_conditions"]
+    assert failed and all(m["slack"] < 0 for m in failed)
+    for width in (80, 100):
+        text = _rendered(entry, width)
+        assert _widest(text) <= width
+        row = _row(text, first["name"])
+        assert f"{first['measured']:.4g}" in row and f"{first['value']:.4g}" in row
+        assert "pass conditions that failed with the bug (why it was caught)" in text
+        assert failed[0]["name"] in text

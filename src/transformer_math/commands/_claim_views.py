@@ -9,12 +9,16 @@ shows every column with every cell whole, one line per claim, as wide as that ta
 ``kubectl get -o wide``; page it with ``less -S``).
 
 ``tmath show ID`` (:func:`claim_detail`) prints every part of the claim result, each in a form
-that wraps at the terminal's width: the fields, the statement, the pass conditions (quantity,
-condition, measured value, slack, whether it holds), the seed's version of them (the seed's own
-numbers held to the same conditions: a refuted claim's fail), the refutations (seed file and
-lines, the quoted text, what it says, how it was read, what is correct), the corrections, the
-falsifier (the planted bug, its verdict, what it measured, and the pass conditions that failed
-under it where the result records them), the per-seed numbers, the notes and the details.
+that wraps at the terminal's width: the fields, the statement, the pass conditions with each
+number named for what it is (the quantity, its predicted and measured values, the condition
+tested with its threshold, and the tested number where it is not the quantity itself: a
+deviation ``|measured - predicted|`` is never shown as the quantity, issue 38.3; the slack and
+whether it holds), the seed's version of them (the seed's own numbers held to the same
+conditions: a refuted claim's fail, coloured as ``refuted``, not as a failure), the refutations
+(seed file and lines, the verbatim quote, what it says, how it was read, what is correct), the
+corrections, the falsifier (the planted bug, its verdict, the pass conditions that failed under
+it, ``failed_conditions``, and the values measured without and with it), the per-seed numbers,
+the notes and the details.
 
 Rows are rich :class:`~rich.table.Table` objects (rich measures CJK characters as two
 columns, so Chinese statements fit too). The module name starts with ``_`` so that the command
@@ -35,11 +39,13 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from transformer_math.report.table import format_value, verdict_text
+from transformer_math.report.table import VERDICT_STYLES, format_value, verdict_text
 
 DASH = "—"
 MIN_TEXT_WIDTH = 16
 """Narrowest a cut text column (statement, source, falsifier) is shown; below it is left out."""
+REFUTED_COLOUR = VERDICT_STYLES["refuted"].split()[-1]
+"""The terminal colour of ``refuted`` (cyan, the report's teal): a finding about the seed."""
 COLUMN_GAP = 3
 """Columns between two columns of a ``box.SIMPLE_HEAVY`` table without edges (pad, rule, pad)."""
 
@@ -120,30 +126,107 @@ def _holds(m: Mapping[str, Any]) -> bool | None:
     slack = m.get("slack")
     if isinstance(slack, int | float) and not isinstance(slack, bool):
         return bool(slack >= 0)
+    if isinstance(slack, str):  # "NaN" / "-Infinity" as written by to_jsonable
+        return slack == "Infinity"
     return None
 
 
-def conditions_table(margins: Iterable[Mapping[str, Any]], title: str) -> Table:
-    """Pass conditions as rows: the quantity, the condition it must meet (``<= 0.03``), the
-    measured value, the slack (how far inside the condition: negative when it fails), and
-    whether it holds."""
+def measured_quantity(m: Mapping[str, Any]) -> Any:
+    """The measured value of the quantity a pass condition is about: the margin's ``measured``
+    (issue 38.3), else (a document written before it) the tested value itself."""
+    return m.get("measured") if "test" in m else m.get("value")
+
+
+def _test_parts(m: Mapping[str, Any]) -> tuple[str, str]:
+    """The two sides of the inequality a pass condition tests, in words: ``(tested, bound)``.
+
+    A margin tests ``value sense threshold`` (its ``test`` field, issue 38.3). ``tested`` is
+    ``"measured"`` when ``value`` is the measured quantity itself (``at_most``, ``at_least``),
+    ``"|measured - predicted|"`` for ``close_to``, ``"log10 measured"`` for ``exceeds``;
+    ``bound`` is ``""`` when the threshold is a plain number, else its words
+    (``"0.05 |predicted|"``). A document older than the field reads as ``("measured", "")``.
+    """
+    sense, test = str(m.get("sense") or "?"), m.get("test")
+    if not isinstance(test, str) or not test:
+        return "measured", ""
+    tested, found, bound = test.partition(f" {sense} ")
+    if not found:
+        return test, ""
+    raw = m.get("threshold")
+    plain = format(raw, "g") if isinstance(raw, int | float) else str(raw)
+    return tested, "" if bound == plain else bound
+
+
+def conditions_caption(margins: Sequence[Mapping[str, Any]]) -> str:
+    """What the ``tested`` and ``threshold`` columns of :func:`conditions_table` hold, in words:
+    ``tested = |measured - predicted|; threshold = 0.05 |predicted|`` (each distinct form
+    once, in order of appearance)."""
+    tested: list[str] = []
+    bounds: list[str] = []
+    for m in margins:
+        t, b = _test_parts(m)
+        if t not in tested:
+            tested.append(t)
+        if b and b not in bounds:
+            bounds.append(b)
+    text = "tested = " + " or ".join(tested)
+    if bounds:
+        text += "; threshold = " + (", ".join(bounds) if len(bounds) <= 4 else
+                                     ", ".join(bounds[:4]) + ", ...")
+    return text
+
+
+def conditions_table(margins: Iterable[Mapping[str, Any]], title: str, *,
+                     seed: bool = False) -> Table:
+    """Pass conditions as rows, each number named for what it is: the quantity, its predicted
+    value (where the condition compares with one), its measured value, the number tested (where
+    it is not the measured value itself but derived from it: the deviation ``|measured -
+    predicted|`` of ``close_to``, the ``log10`` of ``exceeds``), the threshold it must meet
+    (``<= 1.95``), and whether it holds. The caption says in words what was tested and how the
+    thresholds were set (:func:`conditions_caption`), so a deviation is never read as the
+    quantity (issue 38.3: "Var(q.k) ... measured 0.02319" when the variance was 15.98). The
+    slack (threshold minus tested, signed) is in ``tmath show --json``; ``tmath margins``
+    compares it with the spread between seeds.
+
+    ``seed=True``: the seed's own version of the statement held to the same conditions; a
+    condition that does not hold there refutes the seed (shown in the colour of ``refuted``,
+    not in the red of a failure of the project).
+    """
+    margins = list(margins)
+    # columns that would only repeat another are left out: no predicted value anywhere, or
+    # every tested number the measured value itself (then the caption has nothing to say)
+    with_predicted = any(m.get("predicted") is not None for m in margins)
+    with_tested = any(_test_parts(m)[0] != "measured" for m in margins)
+    caption = conditions_caption(margins) if with_tested else None
     table = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE,
-                  pad_edge=False, show_edge=False, expand=True)
+                  pad_edge=False, show_edge=False, expand=True, caption=caption,
+                  caption_justify="left", caption_style="dim")
     table.add_column("quantity", ratio=1, overflow="fold")
-    table.add_column("condition", no_wrap=True)
+    if with_predicted:
+        table.add_column("predicted", no_wrap=True, justify="right")
     table.add_column("measured", no_wrap=True, justify="right")
-    table.add_column("slack", no_wrap=True, justify="right")
+    if with_tested:
+        table.add_column("tested", no_wrap=True, justify="right")
+    table.add_column("threshold", no_wrap=True)
     table.add_column("holds", no_wrap=True)
     for m in margins:
         holds = _holds(m)
-        table.add_row(
-            Text(str(m.get("name") or DASH)),
-            f"{m.get('sense') or '?'} {_number(m.get('threshold'))}",
-            _number(m.get("value")),
-            _number(m.get("slack")),
-            Text("yes", style="green") if holds else (Text("NO", style="bold red")
-                                                     if holds is False else Text(DASH)),
-        )
+        if holds is None:
+            verdict = Text(DASH)
+        elif holds:
+            verdict = Text("yes", style="green")
+        elif seed:
+            verdict = Text("no", style=f"bold {REFUTED_COLOUR}")
+        else:
+            verdict = Text("NO", style="bold red")
+        cells: list[RenderableType] = [Text(str(m.get("name") or DASH))]
+        if with_predicted:
+            cells.append(_number(m.get("predicted")))
+        cells.append(_number(measured_quantity(m)))
+        if with_tested:
+            cells.append(_number(m.get("value")))
+        cells += [f"{m.get('sense') or '?'} {_number(m.get('threshold'))}", verdict]
+        table.add_row(*cells)
     return table
 
 
@@ -184,7 +267,11 @@ def _per_seed_table(per_seed: Mapping[str, Any]) -> Table:
     return table
 
 
-def _falsifier_panel(falsifier: Mapping[str, Any]) -> Panel:
+def _falsifier_panel(falsifier: Mapping[str, Any], measured: Any = None) -> Panel:
+    """The planted bug, whether the check caught it, and why: the pass conditions that failed
+    with the bug planted (``failed_conditions``, issue 38.3), so that a falsifier whose values
+    look alike with and without the bug still says which condition it broke; then the values
+    measured without and with the bug."""
     caught = falsifier.get("caught")
     caught_text = (Text("not run") if caught is None else
                    Text("yes: the check fails with the bug planted", style="green") if caught
@@ -194,16 +281,25 @@ def _falsifier_panel(falsifier: Mapping[str, Any]) -> Panel:
         ("description", str(falsifier.get("description") or DASH)),
         ("verdict", verdict_text(falsifier.get("verdict"))),
         ("caught", caught_text),
-        ("measured", format_value(falsifier.get("measured"), max_items=64, max_chars=4000)),
     ]
     if falsifier.get("error"):
         rows.append(("error", str(falsifier["error"])))
     parts: list[RenderableType] = [_grid(rows)]
-    for key, title in (("failed", "pass conditions that failed with the bug"),
-                       ("margins", "pass conditions with the bug")):
-        found = falsifier.get(key)
-        if isinstance(found, list) and found:
-            parts.append(conditions_table([m for m in found if isinstance(m, Mapping)], title))
+    # "failed_conditions" since issue 38.3; "failed" in documents of the first cut
+    found = falsifier.get("failed_conditions", falsifier.get("failed"))
+    failed = [m for m in found if isinstance(m, Mapping)] if isinstance(found, list) else []
+    if failed:
+        parts.append(conditions_table(
+            failed, "pass conditions that failed with the bug (why it was caught)"))
+    elif caught:
+        parts.append(Text("pass conditions that failed with the bug: none recorded",
+                          style="dim"))
+    if falsifier.get("measured") is not None:
+        parts.append(_grid([
+            ("measured without the bug", format_value(measured, max_items=64, max_chars=4000)),
+            ("measured with the bug", format_value(falsifier.get("measured"), max_items=64,
+                                                   max_chars=4000)),
+        ]))
     return Panel(Group(*parts), title=f"falsifier {falsifier.get('name')}", title_align="left",
                  box=box.ROUNDED)
 
@@ -240,13 +336,13 @@ def claim_detail(c: Mapping[str, Any]) -> RenderableType:
     parts.append(_grid([("predicted", full(c.get("predicted"))),
                         ("measured", full(c.get("measured"))),
                         ("tolerance", full(c.get("tolerance")))]))
-    for key, title in (("margins", "pass conditions"),
-                       ("seed_margins", "the seed's version (the seed's numbers held to the "
-                                        "pass conditions)"),
-                       ("decisive", "decisive conditions")):
+    for key, title in (("margins", "pass conditions (the correct statement)"),
+                       ("seed_margins", "the seed's version (the seed's own numbers held to "
+                                        "the same conditions: a 'no' refutes the seed)"),
+                       ("decisive", "what this run must reach to decide the statement")):
         found = [m for m in c.get(key) or [] if isinstance(m, Mapping)]
         if found:
-            parts.append(conditions_table(found, title))
+            parts.append(conditions_table(found, title, seed=key == "seed_margins"))
         elif key == "margins":
             parts.append(Text("pass conditions: none recorded", style="dim"))
     if isinstance(c.get("per_seed"), Mapping):
@@ -260,7 +356,7 @@ def claim_detail(c: Mapping[str, Any]) -> RenderableType:
         parts.append(_record_panel(r, f"corrects {_lines(r)}"))
     falsifier = c.get("falsifier")
     if isinstance(falsifier, Mapping):
-        parts.append(_falsifier_panel(falsifier))
+        parts.append(_falsifier_panel(falsifier, c.get("measured")))
     else:
         parts.append(Text("falsifier: none", style="dim"))
     notes = [str(n) for n in c.get("notes") or []]
