@@ -159,3 +159,26 @@ def test_annotated_pages_render_without_missing_glyphs(tmp_path: Path) -> None:
         path = SEEDS_DIR / str(chapters.SEED_FILES["000"]["name"])
         glyphs = browser.missing_glyphs(seed_annotation.annotate(path, tmp_path / "r", lang="zh"))
         assert glyphs["checked"] > 1000 and glyphs["missing"] == [], glyphs
+
+
+def test_refuted_is_teal_on_the_seed_page_as_in_the_report(tmp_path: Path) -> None:
+    # issue 38.3: a purple "refuted" read as the project failing; the report made it teal, the
+    # seed page kept #8250df. Both now take the colours from html_style.ROOT_COLOURS.
+    from transformer_math.html_style import VERDICT_COLOURS, page_css
+
+    seed, report = _synthetic(tmp_path, n=30), _results(tmp_path)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["annotate", str(seed), "--report", str(out), "--seed",
+                                      "000", "--results", str(report)])
+    assert result.exit_code == 0, result.output
+    page = (out / "000.html").read_text(encoding="utf-8")
+    teal = VERDICT_COLOURS["refuted"]
+    assert f"--teal:{teal}" in page and f"--teal:{teal}" in page_css()
+    for rule in (".ln.v-refuted", ".b-refuted", ".note.refutes"):
+        found = re.search(re.escape(rule) + r" \{([^}]*)\}", page)
+        assert found and "var(--teal)" in found.group(1), rule
+    assert "8250df" not in page.lower() and "magenta" not in page
+    assert "8250df" not in page_css().lower()
+    # the same colour for every verdict on both pages
+    for verdict, colour in VERDICT_COLOURS.items():
+        assert colour in page and colour in page_css(), verdict

@@ -5,6 +5,10 @@ Pure data and one string function (no project imports): every layer may import i
 
 Colours: ``--teal`` marks a ``refuted`` verdict, a finding about the seed text; it is kept apart
 from red (a failure of the project) and from purple, which readers took for one (issue 38.3).
+:data:`ROOT_COLOURS` is the one definition of the verdict colours; every HTML page (the report,
+the doctor's report, ``tmath annotate``'s seed page) starts its CSS with it, so that a verdict
+has the same colour everywhere (the terminal uses the nearest of rich's colours:
+``report.table.VERDICT_STYLES``, cyan for refuted).
 
 :func:`page_css` gives the common rules (colours, page width, type, cards, badges, field lists,
 figures, footer) with a font stack for the page's language; each page appends its own rules.
@@ -25,6 +29,24 @@ CJK_FONTS = ('"Noto Sans CJK SC", "Source Han Sans SC", "Noto Sans SC", "PingFan
 MONO_FONTS = 'ui-monospace, SFMono-Regular, Menlo, Consolas, "Noto Sans Mono CJK SC", monospace'
 
 
+#: Each verdict's colour on every HTML page (CSS custom properties of :data:`ROOT_COLOURS`).
+VERDICT_COLOURS: dict[str, str] = {
+    "verified": "#1a7f37",  # --green
+    "refuted": "#0f7b76",  # --teal: a finding about the seed, not a failure of the project
+    "failed": "#cf222e",  # --red
+    "cited": "#0969da",  # --blue
+    "inconclusive": "#9a6700",  # --yellow
+}
+
+#: The CSS variables of the verdict colours (and the grey of secondary text), one rule.
+ROOT_COLOURS = (
+    f":root {{ --green:{VERDICT_COLOURS['verified']}; --red:{VERDICT_COLOURS['failed']}; "
+    f"--blue:{VERDICT_COLOURS['cited']}; --grey:#57606a;\n"
+    f"         --yellow:{VERDICT_COLOURS['inconclusive']}; "
+    f"--teal:{VERDICT_COLOURS['refuted']}; }}\n"
+)
+
+
 def font_stack(lang: str = "en") -> str:
     """The body font stack for a page in ``lang`` (``"zh"``: CJK fonts first)."""
     if lang == "zh":
@@ -34,10 +56,7 @@ def font_stack(lang: str = "en") -> str:
 
 def page_css(*, lang: str = "en", max_width: str = "1100px") -> str:
     """The rules every page shares, for a page in ``lang`` at most ``max_width`` wide."""
-    return f"""
-:root {{ --green:#1a7f37; --red:#cf222e; --magenta:#8250df; --blue:#0969da; --grey:#57606a;
-         --yellow:#9a6700; --teal:#0f7b76; }}
-* {{ box-sizing: border-box; }}
+    return "\n" + ROOT_COLOURS + f"""* {{ box-sizing: border-box; }}
 body {{ font: 15px/1.55 {font_stack(lang)};
        margin: 0 auto; max-width: {max_width}; padding: 1.5rem; color: #1f2328; background: #fff; }}
 h1 {{ font-size: 1.6rem; margin: 0 0 .3rem; }}

@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import quote
 
 from transformer_math import chapters, i18n
+from transformer_math.html_style import ROOT_COLOURS
 
 #: Largest seed file read (the seeds are 10-140 KB; this refuses a wrong file early).
 MAX_SEED_BYTES = 8 * 1024 * 1024
@@ -229,8 +230,9 @@ def marks(seed: str, claims: Iterable[Mapping[str, Any]]) -> list[Mark]:
     return sorted(out, key=lambda m: (m.start, m.end, m.claim_id, m.kind))
 
 
-_CSS = """
-:root { --green:#1a7f37; --red:#cf222e; --magenta:#8250df; --blue:#0969da; --grey:#57606a; }
+# the verdict colours of every HTML page (html_style.ROOT_COLOURS): refuted is teal there too,
+# a finding about the seed, not the purple that readers took for a failure (issue 38.3)
+_CSS = ROOT_COLOURS + """
 body { font: 15px/1.6 system-ui, -apple-system, "Segoe UI", "Noto Sans CJK SC",
        "Source Han Sans SC", "PingFang SC", "Microsoft YaHei", "WenQuanYi Micro Hei",
        "Noto Color Emoji", sans-serif;
@@ -243,19 +245,19 @@ nav.toc { columns: 2; font-size: .9rem; margin: .8rem 0 1.2rem; }
 .ln .no { color: var(--grey); text-align: right; padding-right: .7rem; text-decoration: none;
           font: 12px/1.9 ui-monospace, monospace; }
 .ln.v-verified { border-left-color: var(--green); background: #f3faf4; }
-.ln.v-refuted { border-left-color: var(--magenta); background: #f7f3fd; }
+.ln.v-refuted { border-left-color: var(--teal); background: #e6f6f5; }
 .ln.v-failed { border-left-color: var(--red); background: #fdf2f2; }
 .ln.v-cited { border-left-color: var(--blue); background: #f2f7fd; }
-.ln.v-inconclusive { border-left-color: #9a6700; background: #fdf8ec; }
+.ln.v-inconclusive { border-left-color: var(--yellow); background: #fdf8ec; }
 .badges { grid-column: 2; margin: .1rem 0 .2rem; }
 .badge { display: inline-block; padding: 0 .5rem; margin: 0 .3rem .1rem 0; border-radius: 1rem;
          color: #fff; font-size: .78rem; text-decoration: none; }
-.b-verified { background: var(--green); } .b-refuted { background: var(--magenta); }
+.b-verified { background: var(--green); } .b-refuted { background: var(--teal); }
 .b-failed { background: var(--red); } .b-cited { background: var(--blue); }
-.b-none { background: var(--grey); } .b-inconclusive { background: #9a6700; }
+.b-none { background: var(--grey); } .b-inconclusive { background: var(--yellow); }
 .note { grid-column: 2; border: 1px solid #d0d7de; border-radius: 6px; padding: .3rem .6rem;
         margin: .2rem 0 .4rem; font-size: .9rem; white-space: normal; background: #fff; }
-.note.refutes { border-color: var(--magenta); } .note.corrects { border-color: var(--blue); }
+.note.refutes { border-color: var(--teal); } .note.corrects { border-color: var(--blue); }
 .top { font-size: .8rem; }
 """
 
