@@ -56,6 +56,7 @@ from transformer_math.functional.attention import (
     repeat_kv,
     scaled_dot_product_attention,
 )
+from transformer_math.functional.rope import apply_rotary
 from transformer_math.functional.softmax import stable_softmax
 from transformer_math.nn.hooks import HookPoint, hooks_live
 from transformer_math.nn.position import ALiBi, RotaryEmbedding
@@ -261,6 +262,7 @@ class MultiHeadAttention(nn.Module):
         is_causal: bool = False,
         kv_cache: KVCache | None = None,
         position_ids: Tensor | None = None,
+        rotary_tables: tuple[Tensor, Tensor] | None = None,
     ) -> Tensor:
         """Self-attention when ``key``/``value`` are None, cross-attention otherwise.
 
@@ -270,6 +272,10 @@ class MultiHeadAttention(nn.Module):
         ``position_ids`` (T,) or (B, T) are the query positions used by ``rotary``/``alibi``
         (default ``past .. past + T - 1``, ``past`` = cached length); keys of a cache are taken
         to sit at positions 0 .. S - 1.
+        ``rotary_tables`` (cos, sin), each (T, rotary_dim) or (B, 1, T, rotary_dim): ``rotary``'s
+        tables at ``position_ids`` (``self.rotary(position_ids)``, a head axis added to batched
+        ones), looked up once per forward by a model whose layers share one rotary embedding
+        (``Transformer.hidden_states``) instead of once per layer; None looks them up here.
         Returns the output (B, T, d); read weights through ``hook_pattern``.
         """
         self._check_input("query", query, self.q_proj.in_features)
@@ -293,7 +299,13 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError("rotary embedding is defined for self-attention (key=None) only")
             if live:
                 q, k = self.hook_q_pre_rope(q), self.hook_k_pre_rope(k)
-            q, k = self.rotary.rotate_pair(q, k, position_ids)
+            if rotary_tables is None:
+                q, k = self.rotary.rotate_pair(q, k, position_ids)
+            else:
+                cos, sin = rotary_tables
+                layout = self.rotary.layout
+                q = apply_rotary(q, cos, sin, layout=layout)
+                k = apply_rotary(k, cos, sin, layout=layout)
         if live:
             q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
         if kv_cache is not None:

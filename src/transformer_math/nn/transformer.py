@@ -195,9 +195,12 @@ class TransformerBlock(nn.Module):
         memory: Tensor | None = None,
         memory_key_padding_mask: Tensor | None = None,
         condition: Tensor | None = None,
+        rotary_tables: tuple[Tensor, Tensor] | None = None,
     ) -> Tensor:
         """h (B, T, d) -> (B, T, d). ``memory`` (B, S, d) feeds the cross-attention;
-        ``condition`` (B, condition_size) the adaLN modulation (required iff configured)."""
+        ``condition`` (B, condition_size) the adaLN modulation (required iff configured);
+        ``rotary_tables``: the self-attention's cos/sin at ``position_ids`` when the model
+        looked them up once for every layer (``MultiHeadAttention.forward``)."""
         causal = self.config.causal if is_causal is None else is_causal
         live = hooks_live()  # hook points are skipped while nothing listens
         mods: list[Modulation | None] = [None, None, None]
@@ -216,7 +219,8 @@ class TransformerBlock(nn.Module):
 
             def self_attention(x: Tensor) -> Tensor:
                 return attn(x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                            is_causal=causal, kv_cache=kv_cache, position_ids=position_ids)
+                            is_causal=causal, kv_cache=kv_cache, position_ids=position_ids,
+                            rotary_tables=rotary_tables)
 
             h = self._sublayer(h, self.attn_norm, self_attention,
                                self.hook_attn_out if live else None, mods[0])
@@ -504,6 +508,7 @@ class Transformer(nn.Module):
             bias = self.relative_bias(t, past + t)  # (1, H, T, S)
             attn_mask = bias if attn_mask is None else _add_masks(attn_mask, bias)
         h = self._embed(input_ids, inputs_embeds, position_ids)  # input_ids checked above
+        tables = self._rotary_tables(position_ids)
         # A call that raises in layer i must not leave layers 0..i-1 with the new positions
         # appended: the caches are restored (eager only; a traced graph has no partial state).
         snapshot = (None if caches is None or is_tracing()
@@ -514,7 +519,7 @@ class Transformer(nn.Module):
                           is_causal=is_causal, position_ids=position_ids,
                           kv_cache=None if caches is None else caches[i], memory=memory,
                           memory_key_padding_mask=memory_key_padding_mask,
-                          condition=condition)
+                          condition=condition, rotary_tables=tables)
         except BaseException:
             if snapshot is not None and caches is not None:
                 for cache, (key, value) in zip(caches, snapshot, strict=True):
@@ -527,6 +532,22 @@ class Transformer(nn.Module):
                 shift, scale, _ = self.final_adaln(condition)[0]
                 h = modulate(h, shift, scale)
         return self.hook_final(h) if hooks_live() else h
+
+    def _rotary_tables(self, position_ids: Tensor) -> tuple[Tensor, Tensor] | None:
+        """cos, sin of the shared rotary embedding at ``position_ids``, looked up (and its
+        positions checked) once per forward instead of once per layer (issue 36 item 3: the
+        lookup with its range checks was a tenth of a 4-layer decoding step); (B, T, d) tables
+        of batched positions get the head axis, (B, 1, T, d). None when some layer's
+        attention has no rotary or another one than ``self.rotary`` (each then looks up its
+        own)."""
+        rotary = self.rotary
+        if rotary is None or any(layer.attn is None or layer.attn.rotary is not rotary
+                                 for layer in self.layers):
+            return None
+        cos, sin = rotary(position_ids)
+        if cos.dim() == 3:  # (B, T, d) -> (B, 1, T, d)
+            cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        return cos, sin
 
     def _check_condition(self, condition: Tensor | None, batch: int) -> None:
         """``condition`` must be (batch, condition_size) and finite iff the model is

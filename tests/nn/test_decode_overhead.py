@@ -1,0 +1,87 @@
+"""Issue 36 item 3, the per-token overhead removed from decoding, checked for equal results:
+grouped key/value heads inside torch's kernel (no repeat_kv copies) give the repeated-heads
+output and the NaN contract per query group; the rotary tables are looked up once per forward
+(not once per layer) and give the per-layer lookup's logits bit for bit."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from transformer_math.functional.attention import scaled_dot_product_attention as attend
+from transformer_math.nn.config import TransformerConfig
+from transformer_math.nn.position import RotaryEmbedding
+from transformer_math.nn.transformer import Transformer, build_transformer
+
+
+def _gqa(t: int, s: int, seed: int = 0) -> tuple[torch.Tensor, ...]:
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(2, 8, t, 16, generator=g)
+    k, v = (torch.randn(2, 2, s, 16, generator=g) for _ in range(2))
+    return q, k, v
+
+
+@pytest.mark.parametrize(("t", "s", "causal"), [(5, 5, True), (1, 7, True), (4, 6, False),
+                                                (3, 3, False)])
+def test_grouped_sdpa_equals_explicitly_repeated_heads(t, s, causal):
+    """Query head h reads kv head h // 4 (H = 8, H_kv = 2): torch SDPA on heads repeated by
+    repeat_interleave, computed here, is the reference."""
+    q, k, v = _gqa(t, s)
+    ours = attend(q, k, v, is_causal=causal, backend="sdpa").output
+    kr, vr = k.repeat_interleave(4, dim=1), v.repeat_interleave(4, dim=1)
+    if causal and t != s:  # bottom-right alignment, written out
+        allowed = torch.arange(s)[None, :] <= torch.arange(t)[:, None] + (s - t)
+        ref = F.scaled_dot_product_attention(q, kr, vr, attn_mask=allowed)
+    else:
+        ref = F.scaled_dot_product_attention(q, kr, vr, is_causal=causal)
+    torch.testing.assert_close(ours, ref, atol=1e-6, rtol=1e-6)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_grouped_sdpa_bad_key_reaches_exactly_its_query_group(bad):
+    q, k, v = _gqa(1, 6, seed=1)
+    k[1, 1, 2, 5] = bad  # batch 1, kv head 1 -> query heads 4..7
+    out = attend(q, k, v, is_causal=True, backend="sdpa").output
+    assert out[1, 4:].isnan().all()
+    assert torch.isfinite(out[0]).all() and torch.isfinite(out[1, :4]).all()
+
+
+def _rope_model(layers: int = 3) -> Transformer:
+    cfg = TransformerConfig(vocab_size=50, max_seq_len=64, hidden_size=32, num_heads=4,
+                            num_kv_heads=2, num_layers=layers, position="rope")
+    return build_transformer(cfg, 0).eval()
+
+
+def test_rotary_tables_are_looked_up_once_per_forward_and_change_nothing(monkeypatch):
+    model = _rope_model()
+    assert model.rotary is not None
+    calls: list[int] = []
+    model.rotary.register_forward_hook(lambda *_: calls.append(1))
+    ids = torch.randint(0, 50, (2, 9), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones(2, 9, dtype=torch.long)
+    mask[0, :3] = 0  # left padding: batched (B, T) positions
+    with torch.no_grad():
+        once = model(ids, attention_mask=mask)
+        assert len(calls) == 1
+        tokens = model.generate(ids[:1], 4)
+        assert len(calls) == 1 + 4  # one lookup per decoding step, not one per layer
+        monkeypatch.setattr(Transformer, "_rotary_tables", lambda self, pos: None)
+        per_layer = model(ids, attention_mask=mask)
+        assert len(calls) == 1 + 4 + 3
+        assert torch.equal(once, per_layer)
+        assert torch.equal(tokens, model.generate(ids[:1], 4))
+
+
+def test_a_layer_with_its_own_rotary_looks_up_its_own_tables():
+    model = _rope_model(layers=2)
+    own = RotaryEmbedding(model.config.dim_per_head, base=500.0)
+    model.layers[1].attn.rotary = own
+    assert model._rotary_tables(torch.arange(4)) is None
+    calls: list[int] = []
+    own.register_forward_hook(lambda *_: calls.append(1))
+    with torch.no_grad():
+        model(torch.arange(4).unsqueeze(0))
+    assert calls == [1]
