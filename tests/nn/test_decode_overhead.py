@@ -85,3 +85,51 @@ def test_a_layer_with_its_own_rotary_looks_up_its_own_tables():
     with torch.no_grad():
         model(torch.arange(4).unsqueeze(0))
     assert calls == [1]
+
+
+def _window_model() -> Transformer:
+    cfg = TransformerConfig(vocab_size=50, max_seq_len=64, hidden_size=32, num_heads=4,
+                            num_kv_heads=2, num_layers=2, position="rope", sliding_window=4)
+    return build_transformer(cfg, 0).eval()
+
+
+def _cached_logits(model: Transformer, ids: torch.Tensor, mask: torch.Tensor | None,
+                   prompt: int) -> torch.Tensor:
+    """Logits of every position: the prompt in one call, then one cached step per token."""
+    caches = model.new_caches()
+    outs = [model(ids[:, :prompt], caches=caches,
+                  attention_mask=None if mask is None else mask[:, :prompt])]
+    for i in range(prompt, ids.shape[1]):
+        outs.append(model(ids[:, i:i + 1], caches=caches,
+                          attention_mask=None if mask is None else mask[:, :i + 1]))
+    return torch.cat(outs, dim=1)
+
+
+@pytest.mark.parametrize("padded", [False, True])
+def test_window_decoding_skips_the_keys_behind_the_window_with_equal_logits(padded, monkeypatch):
+    """W = 4, 6 prompt tokens then 8 cached steps: the steps attend to the last W keys only
+    (key_start) and give the full forward's logits; so does the masked path they replace."""
+    from transformer_math.bugs import plant
+
+    model = _window_model()
+    ids = torch.randint(0, 50, (2, 14), generator=torch.Generator().manual_seed(2))
+    mask = None
+    if padded:
+        mask = torch.ones(2, 14, dtype=torch.long)
+        mask[1, :2] = 0
+    starts: list[int] = []
+    model.layers[0].attn.register_forward_pre_hook(
+        lambda mod, args, kwargs: starts.append(kwargs.get("key_start", 0)), with_kwargs=True)
+    with torch.no_grad():
+        full = model(ids, attention_mask=mask)
+        cached = _cached_logits(model, ids, mask, 6)
+        assert starts[1:] == [0, 3, 4, 5, 6, 7, 8, 9, 10]  # from past = 6: past - W + 1
+        torch.testing.assert_close(cached, full, atol=1e-5, rtol=1e-5)
+        with plant("transformer.sliding-window-off-by-one"):  # the bug reaches the steps
+            planted_full = model(ids, attention_mask=mask)
+            planted_cached = _cached_logits(model, ids, mask, 6)
+        torch.testing.assert_close(planted_cached, planted_full, atol=1e-5, rtol=1e-5)
+        assert (planted_full - full).abs().max() > 1e-3
+        monkeypatch.setattr(Transformer, "_can_skip_keys", lambda self: False)
+        masked = _cached_logits(model, ids, mask, 6)
+    torch.testing.assert_close(cached, masked, atol=1e-6, rtol=1e-6)

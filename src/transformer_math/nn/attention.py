@@ -263,6 +263,7 @@ class MultiHeadAttention(nn.Module):
         kv_cache: KVCache | None = None,
         position_ids: Tensor | None = None,
         rotary_tables: tuple[Tensor, Tensor] | None = None,
+        key_start: int = 0,
     ) -> Tensor:
         """Self-attention when ``key``/``value`` are None, cross-attention otherwise.
 
@@ -276,6 +277,12 @@ class MultiHeadAttention(nn.Module):
         tables at ``position_ids`` (``self.rotary(position_ids)``, a head axis added to batched
         ones), looked up once per forward by a model whose layers share one rotary embedding
         (``Transformer.hidden_states``) instead of once per layer; None looks them up here.
+        ``key_start`` (self-attention with a cache): the keys/values before this index (of the
+        cached ones followed by the new ones) are left out of the attention, because no query
+        of the call may see them (a sliding window has moved past them), and stay in the
+        cache; the masks then cover the keys ``key_start .. S - 1`` only. The logit scale
+        (``scale_fn``) still sees the full key length. Not with ALiBi (its bias is a function
+        of the key index).
         Returns the output (B, T, d); read weights through ``hook_pattern``.
         """
         self._check_input("query", query, self.q_proj.in_features)
@@ -310,9 +317,16 @@ class MultiHeadAttention(nn.Module):
             q, k, v = self.hook_q(q), self.hook_k(k), self.hook_v(v)
         if kv_cache is not None:
             k, v = kv_cache.extended(k, v)  # stored by commit() below, once the call succeeded
+        full_k, full_v = k, v
+        if key_start:
+            if self.alibi is not None or not 0 <= key_start < k.shape[-2]:
+                raise ValueError(f"key_start must be in [0, {k.shape[-2]}) and needs a module "
+                                 f"without ALiBi, got {key_start!r}")
+            k, v = k[:, :, key_start:], v[:, :, key_start:]
         if self.alibi is not None:
             attn_mask = self._with_alibi(attn_mask, position_ids, k.shape[-2], q.dtype)
-        scale = None if self.scale_fn is None else self.scale_fn(self.head_dim, k.shape[-2])
+        scale = (None if self.scale_fn is None
+                 else self.scale_fn(self.head_dim, full_k.shape[-2]))
         if scale is None and planted(SCALE_BY_MODEL_WIDTH):
             scale = 1.0 / math.sqrt(self.embed_dim)  # planted bug: falsifier of low-rank-bottleneck
         dropout_p = self.dropout if self.training or planted(DROPOUT_IN_EVAL) else 0.0
@@ -345,7 +359,7 @@ class MultiHeadAttention(nn.Module):
             z = z.reshape(b, t, self.num_heads, self.head_dim).transpose(1, 2)
         output = self.out_proj(z.transpose(1, 2).reshape(b, t, self.num_heads * self.head_dim))
         if kv_cache is not None:
-            kv_cache.commit(k, v)  # every check and the whole computation passed
+            kv_cache.commit(full_k, full_v)  # every check and the whole computation passed
         return output
 
     def _attend(self, weights: Tensor, v: Tensor, dropout_p: float) -> Tensor:

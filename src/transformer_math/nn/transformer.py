@@ -196,11 +196,13 @@ class TransformerBlock(nn.Module):
         memory_key_padding_mask: Tensor | None = None,
         condition: Tensor | None = None,
         rotary_tables: tuple[Tensor, Tensor] | None = None,
+        key_start: int = 0,
     ) -> Tensor:
         """h (B, T, d) -> (B, T, d). ``memory`` (B, S, d) feeds the cross-attention;
         ``condition`` (B, condition_size) the adaLN modulation (required iff configured);
         ``rotary_tables``: the self-attention's cos/sin at ``position_ids`` when the model
-        looked them up once for every layer (``MultiHeadAttention.forward``)."""
+        looked them up once for every layer; ``key_start``: the first cached key the
+        self-attention's queries may see (``MultiHeadAttention.forward``)."""
         causal = self.config.causal if is_causal is None else is_causal
         live = hooks_live()  # hook points are skipped while nothing listens
         mods: list[Modulation | None] = [None, None, None]
@@ -220,7 +222,7 @@ class TransformerBlock(nn.Module):
             def self_attention(x: Tensor) -> Tensor:
                 return attn(x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
                             is_causal=causal, kv_cache=kv_cache, position_ids=position_ids,
-                            rotary_tables=rotary_tables)
+                            rotary_tables=rotary_tables, key_start=key_start)
 
             h = self._sublayer(h, self.attn_norm, self_attention,
                                self.hook_attn_out if live else None, mods[0])
@@ -497,13 +499,24 @@ class Transformer(nn.Module):
             raise ValueError(f"position {int(position_ids.max())} exceeds max_seq_len="
                              f"{c.max_seq_len} of the {c.position!r} position table (it cannot "
                              "extrapolate)")
+        key_start = 0
         if c.sliding_window is not None and past + t > c.sliding_window:
             width = c.sliding_window + (1 if planted(WINDOW_OFF_BY_ONE) else 0)  # planted bug
             window = sliding_window_mask(t, past + t, width, device=x.device)
+            first = max(0, past - width + 1)  # the first key the first query (at past) sees
             if planted(WINDOW_MASK_SIGN):  # planted bug (position claims): j - i < W
                 rows = torch.arange(past, past + t, device=x.device).unsqueeze(1)
                 window = (torch.arange(past + t, device=x.device) - rows) < c.sliding_window
+                first = 0
+            no_mask = attn_mask is None
             attn_mask = window if attn_mask is None else _and_masks(attn_mask, window)
+            key_start = first if self._can_skip_keys() else 0
+            if key_start:  # (issue 36.3) attend to the keys inside the window only
+                attn_mask = attn_mask[..., key_start:]
+                if key_padding_mask is not None:
+                    key_padding_mask = key_padding_mask[:, key_start:]
+                if no_mask and t == 1:  # the one query sees every key from key_start on
+                    attn_mask = None
         if self.relative_bias is not None:
             bias = self.relative_bias(t, past + t)  # (1, H, T, S)
             attn_mask = bias if attn_mask is None else _add_masks(attn_mask, bias)
@@ -519,7 +532,7 @@ class Transformer(nn.Module):
                           is_causal=is_causal, position_ids=position_ids,
                           kv_cache=None if caches is None else caches[i], memory=memory,
                           memory_key_padding_mask=memory_key_padding_mask,
-                          condition=condition, rotary_tables=tables)
+                          condition=condition, rotary_tables=tables, key_start=key_start)
         except BaseException:
             if snapshot is not None and caches is not None:
                 for cache, (key, value) in zip(caches, snapshot, strict=True):
@@ -532,6 +545,17 @@ class Transformer(nn.Module):
                 shift, scale, _ = self.final_adaln(condition)[0]
                 h = modulate(h, shift, scale)
         return self.hook_final(h) if hooks_live() else h
+
+    def _can_skip_keys(self) -> bool:
+        """Whether a decoding step may leave the keys behind a sliding window out of the
+        attention (``key_start``) instead of masking them: same outputs, attention over W
+        keys instead of the whole cache (Mistral's decode was 1.5x transformers', whose
+        sliding-window cache holds W keys). Not while hooks listen (``hook_scores`` /
+        ``hook_pattern`` keep their (B, H, T, S) shapes over every key), nor with position
+        biases that index keys (ALiBi, relative bias)."""
+        if hooks_live() or self.relative_bias is not None:
+            return False
+        return all(layer.attn is not None and layer.attn.alibi is None for layer in self.layers)
 
     def _rotary_tables(self, position_ids: Tensor) -> tuple[Tensor, Tensor] | None:
         """cos, sin of the shared rotary embedding at ``position_ids``, looked up (and its
