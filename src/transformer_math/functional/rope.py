@@ -199,6 +199,11 @@ def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor, *, layout: str = "half") -
             f"cos/sin cover {cos.shape[-2]} positions but x has seq length {x.shape[-2]}"
         )
     work = torch.promote_types(x.dtype, torch.float32)  # float32, or float64 for float64 x
+    if (x.numel() <= SMALL_ROTATION and layout == "half" and rotary_dim == x.shape[-1]
+            and x.dtype == work and cos.dtype == work and sin.dtype == work
+            and not (torch.is_grad_enabled() and (x.requires_grad or cos.requires_grad
+                                                  or sin.requires_grad))):
+        return _rotate_half_small(x, cos, sin)
     r32 = x[..., :rotary_dim].to(work)
     cos32, sin32 = cos.to(work), sin.to(work)
     # x cos + rot(x) sin evaluated plane by plane: first members a' = a cos - b sin, second
@@ -233,6 +238,26 @@ def apply_rotary(x: Tensor, cos: Tensor, sin: Tensor, *, layout: str = "half") -
     if rotary_dim == x.shape[-1]:
         return out
     return torch.cat([out, x[..., rotary_dim:]], dim=-1)
+
+
+SMALL_ROTATION = 1 << 15
+"""Up to this many elements of x (a decoding step: batch x heads x 1 x head_dim) the rotation
+is computed as transformers writes it, ``x cos + rotate_half(x) sin`` (:func:`_rotate_half_small`):
+7 kernel calls instead of about 15, 8 instead of 27 us for (1, 8, 1, 64) on one CPU thread,
+a third of a 4-layer decoding step's gap to transformers (issue 36 item 3). Above it the
+plane-by-plane form is faster (at (1, 8, 1024, 64): 0.47 instead of 2.1 ms)."""
+
+
+def _rotate_half_small(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """x cos + rotate_half(x) sin, the whole head rotated (half layout, x in its work dtype).
+    The same numbers as the plane-by-plane form up to the rounding of one product and one sum
+    per channel (a' = a cos + (-b) sin, b' = b cos + a sin in both; the order of the rounding
+    steps may differ by an FMA)."""
+    half = x.shape[-1] // 2
+    first, second = x[..., :half], x[..., half:]
+    # b' = b cos + a sin; the planted bug flips that sign (falsifier of position.rope-relative)
+    rotated = torch.cat((-second, -first if planted(ROTATION_SIGN) else first), dim=-1)
+    return x * cos + rotated * sin
 
 
 def apply_rotary_complex(x: Tensor, positions: Tensor, inv_freq: Tensor) -> Tensor:
