@@ -17,6 +17,16 @@ Examples::
     tmath doctor ./ckpt --check 'rope.*' --check attention.saturation --report doctor-report
     tmath doctor ./llama-8b --budget 10m          # sampled layers, short probes, by value
 
+A policy folder (the project's ``save_pretrained`` or a LeRobot ACT folder) is recognised by
+its ``config.json`` and gets the checks of a policy trunk (``doctor/policy.py``: attention
+saturation and mask coverage of the policy's transformer, the temporal-ensembling weights
+against ACT's definition, the executor, the chunk horizon against ``--fps``, ``--chunk-bound``
+and the inference latency, static config checks); the language-model options (``--context``,
+``--train-tokens``, ``--engine``, ``--set-model``, ``--probe-len``) are refused there, and the
+policy options on a checkpoint. A folder that is neither is refused (exit 2).
+
+    tmath doctor ./outputs/act_policy --fps 50      # a project or LeRobot ACT folder
+
 ``--budget`` (default 2m, ``none``: every check in full) plans the run to fit
 (``doctor/budget.py``): static checks first, dynamic probes by value, on sampled layers and
 short probe sequences when the full run would not fit; the output says which checks the budget
@@ -195,15 +205,105 @@ def _checkpoint_dir(path: Path) -> Path:
         fail(f"PATH {str(path)!r} does not exist")
     if not path.is_dir():
         fail(f"PATH {str(path)!r} is not a directory (expected a Hugging Face checkpoint "
-             "folder with config.json)")
+             "folder or a policy folder, each with config.json)")
     if not (path / "config.json").is_file():
-        fail(f"PATH {str(path)!r} has no config.json: not a Hugging Face checkpoint directory")
+        fail(f"PATH {str(path)!r} has no config.json: neither a Hugging Face checkpoint "
+             "directory nor a policy folder")
+    from transformer_math.doctor.policy import unknown_policy_type
+
+    kind = unknown_policy_type(path)
+    if kind is not None:
+        from transformer_math.robotics.policies.base import POLICY_TYPES
+
+        fail(f"PATH {str(path)!r} is neither a Hugging Face checkpoint (its config.json has no "
+             f"model_type) nor a policy folder: type {kind!r} is not a policy type (the "
+             f"project's: {', '.join(POLICY_TYPES)}; LeRobot's: 'act' with dim_model)"[:600])
     return path
+
+
+def _policy_dir(path: Path) -> str | None:
+    """``"project"`` / ``"lerobot"`` for a policy folder, None otherwise (nothing loaded)."""
+    if not path.is_dir():
+        return None
+    from transformer_math.doctor.policy import policy_folder_kind
+
+    return policy_folder_kind(path)
+
+
+def _emit(diagnosis: Diagnosis, out: Console, json_file: Path | None, to_stdout: bool,
+          report_dir: Path | None) -> None:
+    """Print the diagnosis, write --json and --report, exit with the diagnosis' code."""
+    print_diagnosis(diagnosis, out)
+    if json_file is not None:
+        text = json_text(diagnosis.to_json(), indent=2) + "\n"
+        if to_stdout:
+            typer.echo(text, nl=False)
+        else:
+            try:
+                safe_write.write_text(json_file, text)
+            except OSError as exc:
+                fail(f"cannot write --json file {str(json_file)!r}: {exc.strerror or exc}")
+            out.print(f"wrote {json_file}", style="dim", markup=False)
+    if report_dir is not None:
+        from transformer_math.doctor.report import write_report
+
+        try:
+            index = write_report(diagnosis, report_dir)
+        except OSError as exc:
+            fail(f"cannot write --report folder {str(report_dir)!r}: {exc.strerror or exc}")
+        out.print(f"wrote {index}", style="dim", markup=False)
+    raise typer.Exit(diagnosis.exit_code)
+
+
+def _consoles(to_stdout: bool) -> tuple[Console, Console]:
+    from rich.console import Console
+
+    err = Console(stderr=True, highlight=False)
+    out = err if to_stdout else Console(highlight=False, width=None if sys.stdout.isatty()
+                                        else 160)
+    return err, out
+
+
+def _doctor_policy(path: Path, *, check: list[str] | None, static: bool, seed: int,
+                   fps: float | None, latency: float | None, chunk_bound: float | None,
+                   seconds: float | None, json_file: Path | None, to_stdout: bool,
+                   report_dir: Path | None) -> None:
+    """``tmath doctor`` on a policy folder (``doctor/policy.py``)."""
+    from transformer_math.commands.args import is_internal
+    from transformer_math.doctor.policy import (
+        CHUNK_BOUND_S,
+        PolicyOptions,
+        policy_subject,
+        run_policy_checks,
+        select_policy_checks,
+    )
+
+    try:
+        chosen = select_policy_checks(check, static_only=static)
+    except ValueError as exc:
+        fail(str(exc))
+    options = PolicyOptions(fps=fps, latency=latency, seed=seed,
+                            chunk_bound=CHUNK_BOUND_S if chunk_bound is None else chunk_bound)
+    loading = time.perf_counter()
+    try:  # reading the folder: its errors are the user's input (a refused policy is a finding)
+        subject = policy_subject(path, options, static_only=static)
+    except (OSError, ValueError) as exc:
+        if is_internal(exc):
+            raise
+        fail(f"cannot read policy folder {str(path)!r}: {exc}")
+    _, out = _consoles(to_stdout)
+    with internal_work():
+        diagnosis = run_policy_checks(subject, chosen, progress=_progress(True),
+                                      budget=seconds,
+                                      already_spent=time.perf_counter() - loading)
+    _clear_progress()
+    _emit(diagnosis, out, json_file, to_stdout, report_dir)
 
 
 def doctor(
     path: Annotated[Path, typer.Argument(
-        help="Hugging Face checkpoint directory (config.json + safetensors weights).")],
+        help="Hugging Face checkpoint directory (config.json + safetensors weights), or a "
+             "policy folder (the project's save_pretrained, or a LeRobot ACT folder).")],
     context: Annotated[int | None, typer.Option(
         "--context", help="Target context length (default: the model's maximum length).")
     ] = None,
@@ -240,6 +340,18 @@ def doctor(
         help="Time budget: 90s, 5m, 1h ('none': every check in full). Static checks first, "
              "then dynamic probes by value, on sampled layers when the full run would not fit.")
     ] = "2m",
+    fps: Annotated[float | None, typer.Option(
+        "--fps", help="Policy folders: the control rate in Hz (chunk horizon = chunk size / fps).")
+    ] = None,
+    latency: Annotated[float | None, typer.Option(
+        "--latency", metavar="SECONDS",
+        help="Policy folders: the inference latency in seconds (default: measured).")
+    ] = None,
+    chunk_bound: Annotated[float | None, typer.Option(
+        "--chunk-bound", metavar="SECONDS",
+        help="Policy folders: the longest chunk horizon in seconds (default 2: ACT's k = 100 "
+             "at 50 Hz).")
+    ] = None,
 ) -> None:
     """Diagnose a checkpoint: the seed's troubleshooting manual and known engine bugs as checks.
 
@@ -258,13 +370,31 @@ def doctor(
     if not to_stdout:
         output_file("--json", json_file, make_parents=True)
     output_folder("--report", report_dir)
+    number("--fps", fps, low=0, low_open=True)
+    number("--latency", latency, low=0, low_open=True)
+    number("--chunk-bound", chunk_bound, low=0, low_open=True)
+    if not path.exists():
+        fail(f"PATH {str(path)!r} does not exist")
+    if _policy_dir(path) is not None:
+        lm_only = [name for name, given in (
+            ("--context", context is not None), ("--train-tokens", train_tokens is not None),
+            ("--engine", engine != "project"), ("--set-model", set_model),
+            ("--probe-len", probe_len is not None)) if given]
+        if lm_only:
+            fail(f"{lm_only[0]} applies to language-model checkpoints; PATH {str(path)!r} is a "
+                 "policy folder")
+        _doctor_policy(path, check=check, static=static, seed=seed, fps=fps, latency=latency,
+                       chunk_bound=chunk_bound, seconds=seconds, json_file=json_file,
+                       to_stdout=to_stdout, report_dir=report_dir)
+    policy_only = [name for name, value in (("--fps", fps), ("--latency", latency),
+                                            ("--chunk-bound", chunk_bound)) if value is not None]
+    if policy_only:
+        fail(f"{policy_only[0]} applies to policy folders; PATH {str(path)!r} is not one")
     _checkpoint_dir(path)
     if engine == "transformers" and not static and importlib.util.find_spec(
             "transformers") is None:
         fail("--engine transformers needs the 'transformers' package, which is not installed "
              "(pip install transformers), or use --engine project")
-
-    from rich.console import Console
 
     from transformer_math.commands.args import is_internal
     from transformer_math.doctor import Options, run_checks, select_checks, subject_for
@@ -285,34 +415,13 @@ def doctor(
             raise
         fail(f"cannot load checkpoint {str(path)!r}: {exc}")
 
-    err = Console(stderr=True, highlight=False)
-    out = err if to_stdout else Console(highlight=False, width=None if sys.stdout.isatty()
-                                        else 160)
+    _, out = _consoles(to_stdout)
     with internal_work():  # checks run on validated input: an escaping ValueError is ours
         diagnosis = run_checks(subject, chosen, target=str(path),
                                progress=_progress(True), budget=seconds,
                                already_spent=time.perf_counter() - loading)
     _clear_progress()
-    print_diagnosis(diagnosis, out)
-    if json_file is not None:
-        text = json_text(diagnosis.to_json(), indent=2) + "\n"
-        if to_stdout:
-            typer.echo(text, nl=False)
-        else:
-            try:
-                safe_write.write_text(json_file, text)
-            except OSError as exc:
-                fail(f"cannot write --json file {str(json_file)!r}: {exc.strerror or exc}")
-            out.print(f"wrote {json_file}", style="dim", markup=False)
-    if report_dir is not None:
-        from transformer_math.doctor.report import write_report
-
-        try:
-            index = write_report(diagnosis, report_dir)
-        except OSError as exc:
-            fail(f"cannot write --report folder {str(report_dir)!r}: {exc.strerror or exc}")
-        out.print(f"wrote {index}", style="dim", markup=False)
-    raise typer.Exit(diagnosis.exit_code)
+    _emit(diagnosis, out, json_file, to_stdout, report_dir)
 
 
 def register(app: typer.Typer) -> None:
