@@ -127,8 +127,10 @@ def findings_table(diagnosis: Diagnosis) -> Any:
     table.add_column("summary", overflow="fold")
     for f in diagnosis.findings:
         word = str(f.severity)
-        table.add_row(f.check, Text(word, style=SEVERITY_STYLES.get(word, "")), f.subject or "",
-                      _number_text(f.measured), threshold_text(f), f.summary)
+        # Text, not markup: a summary's "[sampled ...]" note is text, not a style tag
+        table.add_row(Text(f.check), Text(word, style=SEVERITY_STYLES.get(word, "")),
+                      Text(f.subject or ""), _number_text(f.measured), threshold_text(f),
+                      Text(f.summary))
     return table
 
 

@@ -944,7 +944,7 @@ def run_policy_checks(subject: PolicySubject, checks: list[Check], *,
     for check in checks:
         if plan is not None and check.kind == DYNAMIC and subject.policy is not None:
             if plan["forward_s"] is None:
-                plan["forward_s"] = plan["full_forward_s"] = _time_call(subject)
+                plan["forward_s"] = _time_call(subject)
             left = plan["seconds"] - (time.perf_counter() - started)
             need = COST_CALLS.get(check.name, 1.0) * plan["forward_s"]
             if check.name == "policy.chunk-latency" and o.latency is None:
