@@ -15,6 +15,7 @@ to x -> a x (a > 0) but not to a shift x -> x + b 1. Both normalise over the las
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from transformer_math.bugs import declare_bug, planted
@@ -50,8 +51,17 @@ def layer_norm(
     """LayerNorm over the last dimension: gamma * (x - mean) / sqrt(var + eps) + beta.
 
     ``var`` is the biased (1/d) variance, as in Ba et al. (2016) and ``torch.nn.LayerNorm``.
+
+    Without autograd, for float32 / float64 inputs (and parameters of the same dtype), the
+    same formula is evaluated by torch's fused kernel ``F.layer_norm`` (what transformers'
+    GPT-2 runs): one kernel call instead of nine, 2 instead of 15 us for one token of width
+    256 on one CPU thread, and equal to the written-out formula up to rounding (1.4e-6 at most
+    on (4, 512, 256) standard normal inputs; issue 36 item 3). With autograd (the Jacobians
+    of the claims) and in low precision the formula below runs as written.
     """
     _check_norm_inputs(x, weight, bias, eps)
+    if not planted(LAYERNORM_NO_CENTERING) and _fused_ok(x, weight, bias):
+        return F.layer_norm(x, (x.shape[-1],), weight, bias, eps)
     centred = x - x.mean(dim=-1, keepdim=True)  # projection onto {sum_i x_i = 0}
     var = centred.pow(2).mean(dim=-1, keepdim=True)
     if planted(LAYERNORM_NO_CENTERING):  # planted bug: falsifier of architecture.layernorm-geometry
@@ -62,6 +72,17 @@ def layer_norm(
     if bias is not None:
         out = out + bias
     return out
+
+
+def _fused_ok(x: Tensor, weight: Tensor | None, bias: Tensor | None) -> bool:
+    """float32 / float64 x with parameters of its dtype, and nothing that needs a gradient."""
+    if x.dtype not in (torch.float32, torch.float64):
+        return False
+    params = [t for t in (weight, bias) if t is not None]
+    if any(t.dtype != x.dtype for t in params):
+        return False
+    return not torch.is_grad_enabled() or not (x.requires_grad
+                                               or any(t.requires_grad for t in params))
 
 
 def rms_norm(x: Tensor, weight: Tensor | None = None, eps: float = 1e-6) -> Tensor:
