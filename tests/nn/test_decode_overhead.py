@@ -133,3 +133,70 @@ def test_window_decoding_skips_the_keys_behind_the_window_with_equal_logits(padd
         monkeypatch.setattr(Transformer, "_can_skip_keys", lambda self: False)
         masked = _cached_logits(model, ids, mask, 6)
     torch.testing.assert_close(cached, masked, atol=1e-6, rtol=1e-6)
+
+
+def test_kv_cache_grows_in_place_and_never_rewrites_what_it_returned():
+    """Decoding steps write into spare room (one buffer for many steps); every tensor the cache
+    handed out keeps its values through later steps, failed extensions, restores and copies."""
+    import copy
+
+    from transformer_math.nn.attention import KVCache
+
+    g = torch.Generator().manual_seed(3)
+
+    def kv(t: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.randn(1, 2, t, 4, generator=g), torch.randn(1, 2, t, 4, generator=g)
+
+    with torch.no_grad():
+        cache = KVCache()
+        cache.append(*kv(3))
+        handed = [cache.append(*kv(1)) for _ in range(5)]
+        assert cache.seq_len == 8
+        ptrs = {k.data_ptr() for k, _ in handed}
+        assert len(ptrs) == 1  # one buffer for the five steps
+        saved = [(k.clone(), v.clone()) for k, v in handed]
+        uncommitted = cache.extended(*kv(1))  # a call that failed after extending
+        committed_before = cache.key.clone()
+        cache.append(*kv(1))  # must not overwrite the uncommitted view
+        assert cache.key.data_ptr() != uncommitted[0].data_ptr()
+        assert torch.equal(cache.key[:, :, :8], committed_before)
+        twin = copy.copy(cache)  # shares the room; the first to append keeps it
+        a = twin.append(*kv(2))
+        a_saved = a[0].clone()
+        b = cache.append(*kv(2))
+        assert torch.equal(a[0], a_saved) and not torch.equal(a[0], b[0])
+        cache.key, cache.value = handed[1]  # a restore to an older view
+        c = cache.append(*kv(1))
+        assert c[0].shape[-2] == 6 and torch.equal(c[0][:, :, :5], saved[1][0])
+        for (k, v), (ks, vs) in zip(handed, saved, strict=True):
+            assert torch.equal(k, ks) and torch.equal(v, vs)
+
+
+def test_kv_cache_with_autograd_concatenates_as_before():
+    from transformer_math.nn.attention import KVCache
+
+    k = torch.randn(1, 2, 3, 4, requires_grad=True)
+    cache = KVCache()
+    cache.append(k, k)
+    full, _ = cache.append(k * 2, k * 2)
+    assert cache._room is None and full.grad_fn is not None
+    full.sum().backward()
+    assert torch.equal(k.grad, torch.full_like(k, 3.0))
+
+
+def test_small_rotation_path_equals_the_plane_by_plane_path():
+    """apply_rotary's small (decoding-step) form and its general form agree to rounding, also
+    with the planted sign bug (which both must apply)."""
+    from transformer_math.bugs import plant
+    from transformer_math.functional import rope
+
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(2, 4, 3, 16, generator=g)
+    ang = torch.randn(3, 8, generator=g)
+    cos, sin = torch.cat([ang, ang], -1).cos(), torch.cat([ang, ang], -1).sin()
+    for bug in (None, "rope.rotation-sign"):
+        with torch.no_grad(), (plant(bug) if bug else torch.no_grad()):
+            small = rope.apply_rotary(x, cos, sin)
+            big = rope.apply_rotary(x.expand(2, 4, 3, 16).requires_grad_(False).repeat(
+                1, rope.SMALL_ROTATION // 8, 1, 1), cos, sin)[:, :4]
+        torch.testing.assert_close(small, big, atol=1e-6, rtol=1e-6)
