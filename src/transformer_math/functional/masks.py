@@ -37,6 +37,16 @@ CAUSAL_NO_PREVIOUS = declare_bug(
     "and hence no induction head can form", module=__name__,
     seen_in="an off-by-one in a hand-built band / causal mask (issue 14: 'a layer 0 that "
     "cannot attend to the previous token')")
+# helper h32claims (issue 32, robotics.vla-prefix-mask): the prefix-LM boundary one token late
+PREFIX_LM_BOUNDARY_LATE = declare_bug(
+    "attention.prefix-lm-boundary-late", "prefix_lm_mask puts the boundary between the prefix "
+    "and the first suffix block one token late: the first suffix token (the VLA's state token) "
+    "joins the bidirectional prefix block, so every prefix token attends to it and the prefix "
+    "depends on the suffix", module=__name__,
+    seen_in="pi0-style masks built from per-token 'starts a new block' flags (openpi's "
+    "make_attn_mask takes a cumulative sum of them) with the flag on the wrong token; pi0.5 "
+    "puts the state in the prefix on purpose, so code moved between the layouts can carry the "
+    "other boundary")
 
 
 def causal_mask(
@@ -189,6 +199,8 @@ def prefix_lm_mask(prefix_len: int, suffix_blocks: tuple[int, ...] | list[int] =
     suffix queries against every key (the rows used with a cached prefix).
     """
     blocks = [prefix_len, *suffix_blocks]
+    if planted(PREFIX_LM_BOUNDARY_LATE) and len(blocks) > 1 and blocks[1] > 0:  # planted bug
+        blocks = [prefix_len + 1, blocks[1] - 1, *blocks[2:]]
     if any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in blocks):
         raise ValueError(f"prefix_len and suffix_blocks must be ints >= 0, got {prefix_len!r} "
                          f"and {list(suffix_blocks)!r}")

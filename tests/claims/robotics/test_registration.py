@@ -31,6 +31,8 @@ QUICK = {
     "robotics.ar-decoding-steps",
     "robotics.chunked-error-bound",
     "robotics.dt-rwr-equivalence",
+    "robotics.vla-prefix-mask",
+    "robotics.vla-prefix-cache",
 }
 CITED = {"robotics.paper-reports", "robotics.temporal-ensembling"}
 #: issue 31: implementation checks moved to tests/robotics/test_mechanics_checks.py

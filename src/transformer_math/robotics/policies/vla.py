@@ -53,6 +53,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor, nn
 
+from transformer_math.bugs import declare_bug, planted
 from transformer_math.functional.attention import scaled_dot_product_attention
 from transformer_math.functional.masks import prefix_lm_mask
 from transformer_math.functional.rope import (
@@ -95,6 +96,15 @@ MAX_CAMERAS = 8
 MAX_FLOW_STEPS = 10_000
 _CAMERA_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
 NUM_AXES = 3
+
+CACHE_POSITIONS_RESTART = declare_bug(
+    "robotics.vla-cache-positions-restart", "with a cached prefix the suffix tokens are rotated "
+    "by the RoPE positions of their index in the new tokens (0, 1, ...) instead of their index "
+    "in the whole sequence (P, P + 1, ...): queries and keys of the suffix misaligned against "
+    "the cached prefix keys", module=__name__,
+    seen_in="decode loops that build position ids as arange(q_len) for the new tokens when a "
+    "KV cache is passed (a recurring report against custom generate loops with "
+    "past_key_values); the recomputing path is right, only the cached one shifts")
 
 
 @dataclass(frozen=True)
@@ -279,6 +289,8 @@ class PrefixLMTrunk(nn.Module):
                                                      dim=1).chunk(3, dim=-1))
         if self.rope is not None:
             pos = self.positions[rows]
+            if past is not None and planted(CACHE_POSITIONS_RESTART):  # planted bug
+                pos = self.positions[: rows.stop - rows.start]
             q, k = self.rope(q, pos), self.rope(k, pos)
         if past is not None:
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
