@@ -98,15 +98,20 @@ def falsifier_text(falsifier: Mapping[str, Any] | None) -> Text:
 
 
 def results_table(claims: Iterable[Mapping[str, Any]], *, title: str | None = None) -> Table:
-    """One row per claim: id, verdict, predicted, measured, falsifier caught, seconds."""
-    table = Table(title=title, box=box.SIMPLE_HEAVY, header_style="bold", pad_edge=False)
-    table.add_column("claim", no_wrap=True, overflow="fold")
-    table.add_column("verdict", no_wrap=True)
-    table.add_column("kind", no_wrap=True)
+    """One row per claim: id, verdict, kind, predicted, measured, falsifier caught, seconds."""
+    table = Table(
+        title=title, box=box.SIMPLE_HEAVY, header_style="bold", pad_edge=False,
+        collapse_padding=True, show_edge=False,
+    )
+    # Fits 80 columns: the claim id, kind and values fold onto further lines; the verdict
+    # ("inconclusive"), the caught mark and the seconds have fixed widths and are never cut.
+    table.add_column("claim", overflow="fold")
+    table.add_column("verdict", no_wrap=True, width=12)
+    table.add_column("kind", overflow="fold")
     table.add_column("predicted", overflow="fold")
     table.add_column("measured", overflow="fold")
-    table.add_column("falsifier caught", justify="center", no_wrap=True)
-    table.add_column("s", justify="right", no_wrap=True)
+    table.add_column("caught", justify="center", no_wrap=True, width=6)
+    table.add_column("s", justify="right", no_wrap=True, width=6)
     for c in claims:
         table.add_row(
             str(c.get("id")),
