@@ -29,4 +29,4 @@ def test_results_table_fits_and_keeps_every_value(columns: int) -> None:
     for whole in ("123.45", "0.50", "inconclusive", "refuted", "0.125", "0.1249"):
         assert whole in text, (whole, text)
     # a long id folds onto the next lines of its own column instead of being cut
-    assert "flops" in text
+    assert text.count("\n") > 6 and "architectur" in text
