@@ -106,6 +106,10 @@ UNREACHED_WHY: dict[str, str] = {
     "transformer.cross-attention-mask-dropped":
         "encoder-decoder cross-attention with a memory padding mask; the doctor's engines run "
         "decoder-only or encoder-only models without memory",
+    "attention.prefix-lm-boundary-late":
+        "the prefix-LM mask (functional.masks.prefix_lm_mask) is built only by VLAPolicy; the "
+        "zoo's models are causal or bidirectional language models; killed by the claim "
+        "robotics.vla-prefix-mask",
     "nn.adaln-condition-ignored":
         "adaLN-Zero conditioning (condition_size), used only by the diffusion and flow-matching "
         "action heads; no checkpoint family or zoo model is conditioned",
