@@ -1,5 +1,5 @@
 # The two commands of the README. Both create .venv when it is missing, install the pinned torch
-# first, then the package with its dev extra. TORCH_INDEX points pip at another wheel index for
+# first, then the package with its dev and sim extras. TORCH_INDEX points pip at another wheel index for
 # torch alone, e.g. `make verify TORCH_INDEX=https://download.pytorch.org/whl/cpu` where PyPI's
 # torch would be the multi-GB CUDA build (Linux x86-64); empty (the default): PyPI.
 PYTHON ?= python3
@@ -19,7 +19,7 @@ WORKERS ?= 2
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,sim]'
 	@touch $(STAMP)
 
 setup: $(STAMP)

@@ -4,6 +4,7 @@
     tmath rollout bimodal --policy act_policy/ --seed 3 --json
     tmath rollout grid --policy dt.safetensors --target-return 4
     tmath rollout vla-push --policy my_vla/ --episodes 50 --split held_out
+    tmath rollout aloha-transfer-cube --policy scripted --episodes 20
 
 A checkpoint is a policy folder saved with ``policy.save_pretrained(dir)`` (LeRobot layout:
 ``config.json`` + ``model.safetensors``) or an older single file saved with ``policy.save(path)``;
@@ -26,6 +27,10 @@ ENV_NAMES = ("point-mass", "bimodal", "grid", "runner")
 VLA_ENV = "vla-push"
 """The image-and-instruction environment (``commands/rollout_vla.py``): success rate over
 ``--episodes`` with a Wilson interval and a PNG strip of episode 0."""
+SIM_ENVS = ("pusht", "aloha-insertion", "aloha-transfer-cube")
+"""gym-pusht and gym-aloha (the ``[sim]`` extra; ``commands/rollout_sim.py``): success rate over
+``--episodes`` with a Wilson interval, each episode's metric and a PNG strip of episode 0."""
+ALL_ENVS = (*ENV_NAMES, VLA_ENV, *SIM_ENVS)
 MAX_STEPS = 1_000_000
 """Largest ``--max-steps``."""
 
@@ -131,7 +136,7 @@ def _plot(env_name: str, env: Any, trail: np.ndarray, rewards: list[float], out:
 
 
 def rollout(
-    env_name: str = typer.Argument(..., help=f"one of {', '.join((*ENV_NAMES, VLA_ENV))}"),
+    env_name: str = typer.Argument(..., help=f"one of {', '.join(ALL_ENVS)}"),
     policy: str = typer.Option("scripted", help="'scripted', a policy folder (save_pretrained) "
                                "or a .safetensors policy file"),
     seed: int = typer.Option(0, help="environment seed"),
@@ -139,7 +144,8 @@ def rollout(
     target_return: float | None = typer.Option(None, help="Decision Transformer target return"),
     max_steps: int = typer.Option(1000, min=1, help="stop after this many steps"),
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
-    episodes: int | None = typer.Option(None, help="vla-push: episodes to run (default 50)"),
+    episodes: int | None = typer.Option(None, help="vla-push, pusht, aloha-*: episodes to run "
+                                        "(default 50 for vla-push, 10 for the simulators)"),
     split: str | None = typer.Option(None, help="vla-push: 'train' or 'held_out' instructions"),
     instruction: str | None = typer.Option(None, help="vla-push: 'true' or 'shuffled'"),
 ) -> None:
@@ -149,13 +155,23 @@ def rollout(
 
         rollout_vla(policy, seed, out, episodes, split, instruction, as_json)
         return
+    if env_name in SIM_ENVS:
+        for option, given in (("--split", split), ("--instruction", instruction),
+                              ("--target-return", target_return)):
+            if given is not None:
+                raise typer.BadParameter(f"{option} is not for {env_name}", param_hint=option)
+        from transformer_math.commands.rollout_sim import rollout_sim
+
+        rollout_sim(env_name, policy, seed, out, episodes, max_steps, as_json)
+        return
     if env_name not in ENV_NAMES:
-        raise typer.BadParameter(f"expected one of {', '.join((*ENV_NAMES, VLA_ENV))}, got "
+        raise typer.BadParameter(f"expected one of {', '.join(ALL_ENVS)}, got "
                                  f"{env_name!r}", param_hint="ENV_NAME")
     for option, given in (("--episodes", episodes), ("--split", split),
                           ("--instruction", instruction)):
         if given is not None:
-            raise typer.BadParameter(f"{option} is for {VLA_ENV} only", param_hint=option)
+            raise typer.BadParameter(f"{option} is for {VLA_ENV} and the simulators only",
+                                     param_hint=option)
     if not out.lower().endswith(".png"):
         raise typer.BadParameter(f"expected a .png path, got {out!r}", param_hint="--out")
     integer("--seed", seed, low=0, high=MAX_SEED)
