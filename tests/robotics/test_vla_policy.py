@@ -171,3 +171,18 @@ def test_bpe_tokenizer_is_saved_with_the_policy(tmp_path):
                                                tokenizer_bytes=size + 1)), 0).set_tokenizer(tok)
     with pytest.raises(ValueError, match="tokenizer"):
         _config(tokenizer="words")
+
+
+def test_normalisation_statistics_come_from_the_steps_before_success():
+    import numpy as np
+
+    from transformer_math.robotics.envs.vla_push import VLAPushConfig, generate_vla_push_dataset
+    from transformer_math.robotics.vla_training import valid_steps
+
+    data = generate_vla_push_dataset(VLAPushConfig(), 8, seed=0)
+    states, actions = valid_steps(data)
+    assert len(states) == len(actions)
+    assert len(actions) == int(data.lengths.sum()) < data.actions.shape[0] * data.actions.shape[1]
+    # the expert never idles before success: no padded (0, 0, -1) frame is counted
+    idle = np.all(actions == np.array([0.0, 0.0, -1.0], np.float32), axis=1)
+    assert idle.sum() < len(actions) / 4
