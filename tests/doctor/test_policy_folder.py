@@ -255,3 +255,50 @@ def test_cli_bad_usage_exit_2_one_line(folders: dict[str, Path], tmp_path: Path,
     result = CliRunner().invoke(app, ["doctor", str(path), *args])
     assert result.exit_code == 2, result.output
     assert words in _one_line_error(result.output)
+
+
+def test_a_folder_lerobot_saved(tmp_path: Path) -> None:
+    """The fixture lerobot 0.4.4 wrote (tests/fixtures/lerobot_act/state): healthy; with a
+    negative coefficient under ensembling, the static check flags it."""
+    folder = Path(__file__).resolve().parents[1] / "fixtures" / "lerobot_act" / "state"
+    assert policy_folder_kind(folder) == LEROBOT
+    d = examine_policy(folder, fps=50, latency=1e-3)
+    assert not d.flagged, [(f.check, f.summary) for f in d.flagged]
+    queue = _one(d, "policy.executor")
+    assert queue.subject == "action queue" and queue.details["queried_at"][:3] == [0, 3, 6]
+    assert _one(d, "attention.mask-coverage", "forbidden keys").measured == 0.0
+    bad = _edited(folder, tmp_path / "bad", temporal_ensemble_coeff=-0.01, n_action_steps=1)
+    f = _one(examine_policy(bad, static_only=True), "policy.ensembling", "coefficient")
+    assert f.severity is Severity.ERROR
+
+
+def test_other_policy_types_skip_what_does_not_apply(tmp_path: Path) -> None:
+    from transformer_math.robotics.policies.bc import BCConfig, BCPolicy
+    from transformer_math.robotics.policies.decision_transformer import (
+        DecisionTransformer,
+        DTConfig,
+    )
+
+    for policy in (BCPolicy(BCConfig(3, 2)), DecisionTransformer(DTConfig(3, 2))):
+        folder = tmp_path / policy.kind
+        policy.save_pretrained(folder)
+        d = examine_policy(folder, fps=50, latency=1e-3)
+        assert d.exit_code == 0, [(f.check, f.summary) for f in d.flagged]
+        assert "no transformer trunk" in d.skipped["attention.saturation"]
+    assert "no chunk executor" in d.skipped["policy.executor"]  # the decision transformer
+
+
+def test_the_documented_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/doctor_policies.md's python block, in a temporary folder; it prints what the doc
+    says it prints."""
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "doctor_policies.md").read_text(
+        encoding="utf-8")
+    (block,) = re.findall(r"```python\n(.*?)```", doc, re.S)
+    printed = re.search(r"prints \(.*?\):\n\n```\n(.*?)```", doc, re.S)
+    assert printed is not None
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block, "docs/doctor_policies.md", "exec"), {})
+    assert capsys.readouterr().out == printed.group(1)

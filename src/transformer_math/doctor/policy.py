@@ -738,13 +738,13 @@ def check_executor(subject: PolicySubject) -> list[Finding]:
 
     policy = subject.need_policy()
     executor = getattr(policy, "executor", None)
+    if not isinstance(executor, TemporalEnsembler | ChunkQueue):
+        raise NotApplicable(f"the {policy.kind!r} policy has no chunk executor the doctor "
+                            f"knows ({type(executor).__name__})")
     k, a_dim = policy.chunk_size, policy.action_dim
     if isinstance(executor, TemporalEnsembler):
         return _ensembler_finding(copy.deepcopy(executor), k, a_dim)
-    if isinstance(executor, ChunkQueue):
-        return _queue_finding(subject, copy.deepcopy(executor), k, a_dim)
-    raise NotApplicable(f"the policy has no chunk executor the doctor knows "
-                        f"({type(executor).__name__})")
+    return _queue_finding(subject, copy.deepcopy(executor), k, a_dim)
 
 
 def _ensembler_finding(executor: Any, k: int, a_dim: int) -> list[Finding]:
@@ -840,6 +840,8 @@ def _latency(subject: PolicySubject, calls: int) -> tuple[float, str]:
     """(median seconds of ``calls`` timed predict_action_chunk calls on one observation after
     one warm-up call, what was sampled)."""
     policy = subject.need_policy()
+    if not hasattr(policy, "predict_action_chunk"):
+        raise NotApplicable(f"a {policy.kind!r} policy predicts no action chunks")
     obs = observation(subject, 1, "policy:latency")
     times = []
     with torch.no_grad():
@@ -985,6 +987,8 @@ def _time_call(subject: PolicySubject) -> float:
     """Seconds of one predict_action_chunk call on one synthetic observation (the first call:
     an overestimate, the safe side)."""
     policy = subject.policy
+    if not hasattr(policy, "predict_action_chunk"):
+        return 0.0  # no check calls the network of a policy without chunks
     obs = observation(subject, 1, "policy:budget")
     start = time.perf_counter()
     with torch.no_grad():
