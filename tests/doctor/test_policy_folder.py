@@ -302,3 +302,12 @@ def test_the_documented_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.chdir(tmp_path)
     exec(compile(block, "docs/doctor_policies.md", "exec"), {})
     assert capsys.readouterr().out == printed.group(1)
+
+
+def test_planted_prefix_lm_boundary_is_flagged(folders: dict[str, Path]) -> None:
+    """attention.prefix-lm-boundary-late (the VLA's prefix-LM mask; the language-model doctor
+    does not reach it): prefix queries then see a suffix token."""
+    with bugs.plant("attention.prefix-lm-boundary-late"):
+        d = examine_policy(folders["vla"], checks=["attention.mask-coverage"])
+    f = _one(d, "attention.mask-coverage", "forbidden keys")
+    assert f.severity is Severity.ERROR and f.measured > 1e-3
