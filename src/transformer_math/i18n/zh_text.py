@@ -228,14 +228,6 @@ _LABEL_PATTERNS: list[tuple[str, str]] = [
 
 # --- notes: architecture -------------------------------------------------------------------------
 _NOTES: dict[str, str] = {
-    "Version 2 (issue 14): the former check reproduced Table 3 from Approach 1, which encodes D = "
-    "20 N and C = 6 N D, an identity; and its 'refuted' was a literal. Now the cost is counted, "
-    "the optimum is found numerically on the fitted loss surface, and the seed's example is tested "
-    "against both (seed_margins).": (
-        "版本 2（issue 14）：原先的检查用 Approach 1 复现 Table 3，而它本身就编码了 D = 20 N 和 C "
-        "= 6 N D，是恒等式；其 'refuted' 是写死的字面值。现在代价是计数得到的，最优点在拟合的损失曲"
-        "面上数值求得，种子的例子对两者都做检验（seed_margins）。"
-    ),
     "Numerical optimum (Approach 3 constants E 1.69, A 406.4, B 410.7, alpha 0.339, beta 0.285): "
     "N_opt ~ C^0.457; tokens/param grows from 23 (1e19) to 62 (1e24), so '20' holds only near the "
     "small end (the Epoch replication, Besiroglu et al. 2024, gives ~20 throughout).": (
@@ -273,11 +265,6 @@ _NOTES: dict[str, str] = {
         "种子间隔 '能运行的调用数 = 2' 不成立。证伪器是本项目解码器中的一个 bug（交叉注意力丢掉了 "
         "memory_key_padding_mask），而不是检查的一个关键字。"
     ),
-    "004's table ('HBM O(n^2) -> O(nd)') is too coarse: the tiled loop's traffic is "
-    "Theta(N^2 d^2 / M), which is O(N d) only when M ~ N d (Theorem 2).": (
-        "004 的表格（'HBM O(n^2) -> O(nd)'）过于粗糙：分块循环的访存量是 Theta(N^2 d^2 / M)，只有"
-        "当 M ~ N d 时才是 O(N d)（Theorem 2）。"
-    ),
     "float64 inputs z + c (z ~ N(0, I), row means c on a grid in [-2, 2]), scales a in [0.1, 100] "
     "and shifts b ~ N(0, 25); the project's functional layer_norm / rms_norm with their default "
     "eps.": (
@@ -314,16 +301,6 @@ _NOTES: dict[str, str] = {
         "第一次扫描（5 个种子，2 次抽样）：Pre-LN -0.35..-0.44，Post-LN 0.05..0.16（Post-LN 略有增"
         "长：该定理是与 L 无关的上界，而不是等式）。"
     ),
-    "Version 2 (issue 14): the stack is the project's Transformer (FFN-only pre-LN blocks, d = 16, "
-    "Xavier init, float64) with the step T/L folded into each block's FFN output layer; before, a "
-    "bare GeluMLP was iterated by theory.residual, so no project block ran. The reference x(T) is "
-    "RK4 with 1024 steps on the block's own branch f(x) = FFN(LN(x)) (error O(h^4) ~ 1e-13, far "
-    "below the Euler errors).": (
-        "版本 2（issue 14）：堆叠的是本项目的 Transformer（仅 FFN 的 pre-LN 块，d = 16，Xavier 初始"
-        "化，float64），步长 T/L 并入每个块的 FFN 输出层；此前是由 theory.residual 迭代一个裸 "
-        "GeluMLP，没有运行本项目的任何块。参考解 x(T) 由块自身分支 f(x) = FFN(LN(x)) 上 1024 步的 "
-        "RK4 给出（误差 O(h^4) ~ 1e-13，远低于欧拉误差）。"
-    ),
     "Version 2 (issue 14): the former bound used the branch Jacobians at x0 only (the chain rule "
     "takes each at its own layer's input) and e^-K as the lower bound, which is not implied; (1 - "
     "K/L)^L is. Now K_l = |J_{f_l}(x_{l-1})|_2 along the trajectory, the bounds are prod (1 + K_l) "
@@ -337,12 +314,6 @@ _NOTES: dict[str, str] = {
         "的 Transformer（仅 FFN 的 pre-LN 块，d = 16，Xavier 初始化，float64，分支 / L）。普通堆叠"
         "把 FFN 子层在没有残差和归一化的情况下复合（种子的反面）；若保留 LayerNorm，复合与尺度无"
         "关，其对数范数变化率在不同种子间改变符号（-0.07..0.07）。"
-    ),
-    "Version 2 (issue 14): the falsifier is a bug planted in the online softmax (the running sum "
-    "and output are not rescaled when the running max grows), which the exactness margins must "
-    "catch; before, only the memory half was falsified (one n x n tile).": (
-        "版本 2（issue 14）：证伪器是植入在线 softmax 中的 bug（当运行最大值增大时，不对运行和与输"
-        "出重新缩放），精确性间隔必须捕获它；此前只证伪了内存那一半（一个 n x n 的块）。"
     ),
     "Values: relative asymmetry ||A - A^T||_F / ||A||_F with W_Q = W_K, the smallest over 8 "
     "sequences x 2 heads; predicted from the row normalisers Z_i alone (exp(S_ij) / Z_i).": (
@@ -364,12 +335,6 @@ _NOTES: dict[str, str] = {
     "both), non-finite outputs.": (
         "顺序：完全被掩码的行中的最大权重和最大输出（填充掩码、布尔掩码、两者兼有），非有限输出。"
     ),
-    "Tiled key/value heads (query head h reading kv head h % H_kv, torch's .repeat) give a "
-    "different, equally shaped module: loading a pretrained GQA checkpoint into it pairs the wrong "
-    "heads, with no error raised.": (
-        "平铺的 key/value 头（query 头 h 读取 kv 头 h % H_kv，即 torch 的 .repeat）给出一个形状相同"
-        "但不同的模块：把预训练的 GQA 检查点加载进去会配错头，且不会报任何错误。"
-    ),
     "Exact values: weights (0.40111, 0.19778, 0.40111), output (6.0167, 3.9833). The seed's 6.01 "
     "comes from its rounded weights (0.401 * 15 = 6.015); the exact first coordinate 6.0167 would "
     "round to 6.02. A rounding detail, not an error of the method.": (
@@ -382,9 +347,6 @@ _NOTES: dict[str, str] = {
         "顺序：逐块解码与一次因果前向之间的最大相对差（最差的后端）；未来 key 上的权重；允许的 key "
         "上的零权重。"
     ),
-    "Values: max numerical rank over the heads; the logit scale read back from the module's "
-    "weights "
-    "(worst head).": "数值：各头数值秩的最大值；从模块权重读回的 logit 缩放（最差的头）。",
     "Seed (004 table): W_Q,W_K,W_V = 98,304, W_O = 262,144, total 360,448 (~360K). Measured: "
     "W_Q,W_K,W_V = 786,432 weights (787,968 with biases), total 1,048,576 weights, 1,050,624 "
     "parameters = 4*512^2 + 4*512.": (
@@ -425,26 +387,6 @@ _NOTES: dict[str, str] = {
     "The FFN is the project's GELU MLP (d -> 4d -> d); the residual and W_O come from the same "
     "MultiHeadAttention.": "FFN 是本项目的 GELU MLP（d -> 4d -> d）；残差和 W_O 来自同一个 "
     "MultiHeadAttention。",
-    "Order: unscaled median max weight, unscaled median ||J||_2, scaled median max weight, scaled "
-    "median ||J||_2.": (
-        "顺序：未缩放时最大权重的中位数，未缩放时 ||J||_2 的中位数，缩放后最大权重的中位数，缩放后 "
-        "||J||_2 的中位数。"
-    ),
-    "Order: Var(q.k) for d_k = 16, 64, 512; Var(q.k/sqrt(d_k)) for the same; Var(q.k) with W_Q at "
-    "twice W_K's variance (d_k = 64, predicted d_k sigma_q^2 sigma_k^2 = 128); the same with the "
-    "corrected factor sqrt(2 d_k).": (
-        "顺序：d_k = 16, 64, 512 时的 Var(q.k)；同样 d_k 下的 Var(q.k/sqrt(d_k))；W_Q 方差为 W_K 两"
-        "倍时的 Var(q.k)（d_k = 64，预测 d_k sigma_q^2 sigma_k^2 = 128）；以及用修正因子 sqrt(2 "
-        "d_k) 时的同一量。"
-    ),
-    "Tolerance: 5 standard errors of a sample variance, sqrt(2/(N-1) + (6/d_k)/N) relative (the "
-    "6/d_k term is the excess kurtosis of q.k).": (
-        "容差：样本方差的 5 个标准误，相对值 sqrt(2/(N-1) + (6/d_k)/N)（6/d_k 项是 q.k 的超额峰"
-        "度）。"
-    ),
-    "Value: worst max |stable_softmax - torch.softmax| over all cases and dtypes.": (
-        "数值：所有情形和数据类型中最差的 max |stable_softmax - torch.softmax|。"
-    ),
 }
 
 _NOTE_PATTERNS: list[tuple[str, str]] = [
@@ -538,23 +480,6 @@ _NOTES.update({
     "on 8 random strings per n.": (
         "PARITY 敏感度 = 翻转后改变 PARITY 的（串，位置）对所占的比例，每个 n 在 8 个随机串上测量。"
     ),
-    "version 2 (issue 14): the layer runs the project's reference softmax backend; falsifier = "
-    "planted bug computation.attention-unnormalised in diagnostics/sensitivity.py (it was a "
-    "variant selected by a keyword of the check).": (
-        "版本 2（issue 14）：该层运行本项目的参考 softmax 后端；证伪器 = "
-        "diagnostics/sensitivity.py 中植入的 bug computation.attention-unnormalised（原先是由检查的"
-        "一个关键字选择的变体）。"
-    ),
-    "Two uniform-attention layers (the project's MultiHeadAttention on its reference softmax "
-    "backend, W_Q = W_K = 0, float64) and a token-wise ReLU network with input gain n + 1; inputs "
-    "exhaustive for n <= 12, 16 random strings otherwise. The 1/(n+1) is not written into any "
-    "weight: it is the softmax weight of each of the n + 1 keys (BOS and the bits), so the "
-    "measured margin tests the project's attention.": (
-        "两个均匀注意力层（本项目的 MultiHeadAttention，使用其参考 softmax 后端，W_Q = W_K = 0，"
-        "float64）和一个输入增益为 n + 1 的逐 token ReLU 网络；n <= 12 时穷举输入，否则用 16 个随机"
-        "串。1/(n+1) 没有写进任何权重：它是 n + 1 个 key（BOS 和各比特）中每一个的 softmax 权重，因"
-        "此实测间隔检验的是本项目的注意力。"
-    ),
     "version 2 (issue 14): backend sdpa -> reference (the project's own softmax); falsifier = "
     "planted bug computation.parity-position-off-by-one in theory/parity_margin.py (positions "
     "i / n instead of i / (n + 1)); it was a gain chosen by the check; slope margin added.": (
@@ -562,23 +487,11 @@ _NOTES.update({
         "theory/parity_margin.py 中植入的 bug computation.parity-position-off-by-one（位置取 i / n "
         "而不是 i / (n + 1)）；原先是由检查选定的增益；新增了斜率间隔。"
     ),
-    "version 2 (issue 14): backend sdpa -> reference (the project's own softmax); falsifier = "
-    "planted bug computation.parity-position-off-by-one in theory/parity_margin.py (positions "
-    "i / n instead of i / (n + 1)); slope margin.": (
-        "版本 2（issue 14）：后端 sdpa -> reference（本项目自己的 softmax）；证伪器 = "
-        "theory/parity_margin.py 中植入的 bug computation.parity-position-off-by-one（位置取 i / n "
-        "而不是 i / (n + 1)）；斜率间隔。"
-    ),
     "Required gain = 1 / margin: the amplification that maps the margin to a fixed confidence of 1 "
     "(what Chiang & Cholak's layer normalisation provides); it equals n + 1, and the FFN's input "
     "gain is n + 1 as well.": (
         "所需增益 = 1 / 间隔：把间隔映射到固定置信度 1 的放大倍数（即 Chiang & Cholak 的层归一化所"
         "提供的）；它等于 n + 1，FFN 的输入增益也是 n + 1。"
-    ),
-    "Simplified construction in the spirit of Chiang & Cholak (our weights, not the paper's). "
-    "Worked values: n = 3, bits 101 -> y = +1/4, bits 100 -> y = -1/4.": (
-        "按 Chiang & Cholak 思路的简化构造（权重是我们的，不是论文的）。算例：n = 3，比特 101 -> y "
-        "= +1/4，比特 100 -> y = -1/4。"
     ),
     "Perez, Barcelo & Marinkovic, 'Attention is Turing Complete', JMLR 22 (2021): Turing "
     "completeness with arbitrary-precision rationals and hard attention.": (
@@ -642,9 +555,6 @@ _NOTES.update({
         "注意力项相区别（种子玩具编码中的 '尾部'）；注意力不携带上下文的层（证伪器：attention_mask "
         "被反转成 key 填充掩码，所有 key 都被掩掉）使它们的距离为 0。"
     ),
-    "Tolerance 1e-9 x output scale: exact symmetry up to float64 rounding.": (
-        "容差 1e-9 x 输出尺度：在 float64 舍入范围内精确对称。"
-    ),
 })
 
 _NOTE_PATTERNS += [
@@ -676,11 +586,6 @@ _NOTES.update({
         "theory.icl_construction.ahn_gamma 的快速检查，icl.preconditioned-optimum 用这一预测与训练"
         "后的层比较"
     ),
-    "version 2 (issue 14): falsifier = planted bug icl.ridge-lambda-inverted in the library (was a "
-    "keyword variant of the check)": (
-        "版本 2（issue 14）：证伪器 = 库中植入的 bug icl.ridge-lambda-inverted（原先是检查的关键字"
-        "变体）"
-    ),
     "issue 12 (margins over seeds 0-4 at tiny): the risk is now computed exactly given (X, x_q) "
     "from ridge_predict's linear coefficients, not only by Monte Carlo: a test 'within 4 standard "
     "errors' has a slack of (4 - |z|) standard errors whose spread is itself ~0.6 standard errors, "
@@ -693,69 +598,16 @@ _NOTES.update({
         "数 K = 32 -> 64（K = 32 时其高出 0.99 的余量是任务池间离散度的 1.1 倍；后验质量随 K 指数收"
         "敛）。"
     ),
-    "the quick counterpart of icl.induction-heads: the circuit that training should find, checked "
-    "on the project's Transformer without training": (
-        "icl.induction-heads 的快速对应：训练应当找到的电路，不经训练直接在本项目的 Transformer 上"
-        "检验"
-    ),
     "the step that icl.trained-matches-gd compares the trained layer with": (
         "icl.trained-matches-gd 用来与训练后的层比较的那一步"
-    ),
-    "version 2 (issue 14): falsifier = planted bug icl.lsa-query-as-key in "
-    "nn/linear_self_attention.py (the query token used as a key from layer 2 on); it was a step "
-    "eta = 2.2 / lambda_max chosen by the check": (
-        "版本 2（issue 14）：证伪器 = nn/linear_self_attention.py 中植入的 bug icl.lsa-query-as-key"
-        "（从第 2 层起把 query token 当作 key 使用）；原先是由检查选定的步长 eta = 2.2 / lambda_max"
-    ),
-    "issue 12 (margins over seeds 0-4 at tiny): N = 24 -> 96 context pairs, so that kappa(H) ~ 2.3 "
-    "instead of ~6 and 40 layers converge for every seed (seed 4 had |w_40 - w*| / |w*| = 1.5e-3 > "
-    "1e-3 at N = 24); the bound is also checked at the w* that attains it (ratio 1), since on a "
-    "random w* its tightness varies with the seed.": (
-        "issue 12（tiny 规模下种子 0-4 的间隔）：上下文对数 N = 24 -> 96，使 kappa(H) ~ 2.3 而不是 "
-        "~6，40 层对每个种子都收敛（N = 24 时种子 4 的 |w_40 - w*| / |w*| = 1.5e-3 > 1e-3）；界还在"
-        "使其取等的 w* 上检验（比值 1），因为在随机 w* 上它的紧度随种子变化。"
     ),
     "version 2 (issue 14): falsifier = planted bug icl.newton-schulz-scale (A_0 without the "
     "|M|_inf factor) in the library; it was an initial guess built by the check": (
         "版本 2（issue 14）：证伪器 = 库中植入的 bug icl.newton-schulz-scale（A_0 缺少 |M|_inf 因"
         "子）；原先是由检查构造的初始猜测"
     ),
-    "read-out is -h[-1,-1]: the construction stores the NEGATIVE prediction (FACTS.md)": (
-        "读出为 -h[-1,-1]：该构造存储的是预测的相反数（FACTS.md）"
-    ),
-    "version 2 (issue 14): falsifier = planted bug icl.gd-value-sign in theory/icl_construction.py "
-    "(was a keyword variant of the check)": (
-        "版本 2（issue 14）：证伪器 = theory/icl_construction.py 中植入的 bug icl.gd-value-sign（原"
-        "先是检查的关键字变体）"
-    ),
-    "the task-diversity model (TaskDiversityConfig.tiny().model_config()) at initialisation, "
-    "float64; data.regression.interleave_regression_tokens and "
-    "experiments.task_diversity.regression_predictions": (
-        "初始化时的任务多样性模型（TaskDiversityConfig.tiny().model_config()），float64；使用 "
-        "data.regression.interleave_regression_tokens 和 "
-        "experiments.task_diversity.regression_predictions"
-    ),
-    "max |softmax attention weights - normalised kernel weights| in float64; the Gaussian side "
-    "uses "
-    "explicit differences q - k (nn.kernel_regression).": (
-        "float64 下的 max |softmax 注意力权重 - 归一化核权重|；高斯一侧使用显式差 q - k"
-        "（nn.kernel_regression）。"
-    ),
-    "Tolerance 1e-12: float64 exponentials of logits below ~10 in magnitude.": (
-        "容差 1e-12：绝对值小于约 10 的 logits 的 float64 指数。"
-    ),
-    "Refuted (000:472): the seed lets exp(-|k|^2/2s^2) cancel too; it is a factor per key, not per "
-    "row, so it cancels only for equal key norms.": (
-        "被驳斥（000:472）：种子让 exp(-|k|^2/2s^2) 也消去；但它是每个 key 的因子而非每行的因子，所"
-        "以只有在 key 范数相等时才消去。"
-    ),
     "Tolerance 1e-12: round-off only; the sides differ in the order of summation.": (
         "容差 1e-12：仅为舍入误差；两侧只在求和顺序上不同。"
-    ),
-    "max |parallel - recurrent| and |parallel - chunked(c=5)| over three feature maps, with and "
-    "without a prefix of cached keys (bottom-right causal alignment), float64.": (
-        "在三种特征映射上的 max |parallel - recurrent| 和 |parallel - chunked(c=5)|，有无已缓存 "
-        "key 的前缀（右下因果对齐），float64。"
     ),
     "Tolerance 1e-10: both sides are float64; they differ only in the order of summation and the "
     "max subtraction of the softmax (round-off ~1e-15 relative).": (
@@ -771,51 +623,6 @@ _NOTES.update({
         "的对数正态估计），因此斜率容差 +-0.1，与 Performer 方差公式之比容差 25%；偏差：m = 1024 "
         "时 |mean relative error| <= 0.02，汇总 32 x 64 个估计（其标准误约 0.002，所以 0.02 约为 "
         "10 个标准误；证伪器的偏差为 exp(beta) - 1 >= 0.133）。"
-    ),
-    "Changed for issue 12: the bias test was a z-score (|z| <= 4) at m = 64, a statistic whose "
-    "spread between seeds is ~1 by construction, so its margin could never be three times the "
-    "spread; now an absolute bias at the largest m, and 32 (was 10) redraws at size tiny to steady "
-    "the slope and formula ratio.": (
-        "为 issue 12 修改：偏差检验原先是 m = 64 处的 z 分数（|z| <= 4），这一统计量在种子间的离散"
-        "度按构造约为 1，所以其间隔永远不可能达到离散度的三倍；现在改为最大 m 处的绝对偏差，并在 "
-        "tiny 规模下重抽 32 次（原为 10 次）以稳定斜率和公式比值。"
-    ),
-    "Version 2 (issue 14): the falsifier is the planted bug "
-    "linear-attention.favor-no-norm-correction in functional.linear_attention (was a keyword of "
-    "the check); the check and its thresholds are unchanged.": (
-        "版本 2（issue 14）：证伪器是 functional.linear_attention 中植入的 bug "
-        "linear-attention.favor-no-norm-correction（原先是检查的一个关键字）；检查及其阈值不变。"
-    ),
-    "Position code: the same measurement with a sinusoidal code added by slot; the margin is the "
-    "smallest (over models) of the largest change. Batch 16 and 10 draws (was 4 and 5): with 4 "
-    "sets the smallest change (mean pooling) varied by 30% between seeds, a margin only ~2 spreads "
-    "from its threshold.": (
-        "位置编码：同样的测量，按槽位加上正弦编码；间隔取（各模型中）最大变化的最小值。批大小 16、"
-        "抽取 10 次（原为 4 和 5）：只有 4 个集合时最小变化（mean 池化）在种子间相差 30%，间隔离阈"
-        "值仅约 2 个离散度。"
-    ),
-    "Tolerance 1e-10: sums in another order differ by float64 round-off only.": (
-        "容差 1e-10：换一种顺序求和只会产生 float64 舍入误差。"
-    ),
-    "Both limits are checked against explicit bounds derived from the softmax, not a hand-picked "
-    "tolerance: at beta the arg-max weight is >= 1 - (n-1) exp(-beta gap), and every weight lies "
-    "in [exp(-beta R)/n, exp(beta R)/n].": (
-        "两个极限都对照由 softmax 推出的显式界检验，而不是手选的容差：在 beta 处 arg-max 权重 >= 1 "
-        "- (n-1) exp(-beta gap)，且每个权重都位于 [exp(-beta R)/n, exp(beta R)/n] 内。"
-    ),
-    "Margins (issue 12): monotonicity is the number of steps that raise the entropy by more than "
-    "1e-12 (must be 0; the largest step is a near-zero decrease whose size varies by 1e-6 between "
-    "seeds, so it cannot carry a margin against 1e-12); the beta = 1e3 limit is max(error - bound) "
-    "(both underflow to 0 for separated rows); the beta = 1e-3 limit is max(error / bound) <= 1.": (
-        "间隔（issue 12）：单调性是使熵增加超过 1e-12 的步数（必须为 0；最大的一步是接近零的下降，"
-        "其大小在种子间相差 1e-6，因此不能相对 1e-12 承载间隔）；beta = 1e3 的极限是 max(error - "
-        "bound)（对分离的行两者都下溢为 0）；beta = 1e-3 的极限是 max(error / bound) <= 1。"
-    ),
-    "Version 2 (issue 14): the falsifier is the planted bug attention.scale-as-temperature (the "
-    "attention function divides the logits by an explicit scale), not a variant of the claim; the "
-    "check is unchanged.": (
-        "版本 2（issue 14）：证伪器是植入的 bug attention.scale-as-temperature（注意力函数用一个显"
-        "式的尺度去除 logits），而不是声明的变体；检查不变。"
     ),
 })
 
@@ -844,13 +651,6 @@ _NOTE_PATTERNS += [
 
 # --- notes: longcontext, memory, position, robotics, spectrum ----------------------------------
 _NOTES.update({
-    "The configuration is deterministic (simplex tokens, no random draw): the margins do not move "
-    "between seeds.": "该配置是确定性的（单纯形 token，没有随机抽样）：间隔在种子之间不变。",
-    "Unsupported (004 ch. 11): the Llama-2 7B perplexity table (5.47 / 6.12 / 7.45 / 9.83 / 13.2) "
-    "is not in arXiv 2510.05554 (FACTS.md) and cannot be reproduced here.": (
-        "无依据（004 第 11 章）：Llama-2 7B 困惑度表格（5.47 / 6.12 / 7.45 / 9.83 / 13.2）不在 "
-        "arXiv 2510.05554 中（FACTS.md），在此也无法复现。"
-    ),
     "Retired (issue 14): the gated-MLP comparison (a hand-set lookup table, not a learned MLP; see "
     "the module docstring). Boundary (003:52): random keys queried with stored keys; not a bound "
     "on "
@@ -865,27 +665,10 @@ _NOTES.update({
         "value 为 N(1, (N-1)/d^2)，错误 value 的方差为 2/d + (N-2)/d^2；它高估了错误（在尾部实测低 "
         "2-4 倍），所以间隔是单侧的。"
     ),
-    "half layout = interleaved layout after x[..., (0, 2, 4, ..., 1, 3, ...)]": (
-        "half 布局 = 经 x[..., (0, 2, 4, ..., 1, 3, ...)] 重排后的 interleaved 布局"
-    ),
     "Both weightings are FIR low-pass filters; they differ in which prediction (the oldest or the "
     "freshest) dominates, i.e. in how fast new observations act.": (
         "两种加权都是 FIR 低通滤波器；它们的区别在于哪个预测（最旧的还是最新的）占主导，即新观测起"
         "作用的快慢。"
-    ),
-    "Range: std <= |mean|. For std >> |mean| the mean no longer matters and the entropy falls "
-    "again "
-    "with growing logit scale (as it does at mean 0).": (
-        "范围：std <= |mean|。当 std >> |mean| 时均值不再起作用，熵又随 logit 尺度增大而下降（与均"
-        "值为 0 时相同）。"
-    ),
-    "Changed for issue 12: every standard deviation uses the same draws of P and of the shape of "
-    "the spectrum (common random numbers, so a step compares the same heads), and 8 x 8 (was 4 x "
-    "2) inputs x draws at size tiny: the smallest step (0.02 at seed 0) was within the "
-    "draw-to-draw noise of fresh heads.": (
-        "为 issue 12 修改：每个标准差都使用相同的 P 抽样和相同的谱形状（公共随机数，因此每一步比较"
-        "的是同一批头），并在 tiny 规模下使用 8 x 8（原为 4 x 2）个输入 x 抽样：最小的一步（种子 0 "
-        "上为 0.02）原先落在新抽取的头之间的噪声范围内。"
     ),
     "the seed says the high-frequency pairs are OOD and PI compresses low-frequency resolution; "
     "the "
@@ -977,27 +760,6 @@ _NOTES.update({
         "000:221 把 W_O 算作离开凸包的途径之一；但线性映射保持凸组合（W_O sum_j a_j v_j = sum_j "
         "a_j W_O v_j），所以实测：没有任何单头输出离开 conv(W_O v_j)。离开凸包的是权重各不相同的多"
         "个头。"
-    ),
-    "Falsifier: the first layer without its causal mask (every position sees only the final "
-    "balance, so ')(' is accepted).": (
-        "证伪器：第一层去掉因果掩码（每个位置只看到最终的平衡值，因此 ')(' 被接受）。"
-    ),
-    "Required gain = 1 / margin: the amplification that maps the margin to a fixed confidence of "
-    "1; it equals n + 1, and the FFN's input gain is n + 1 as well (weights that grow with n are "
-    "outside Hahn's bounded-weight setting).": (
-        "所需增益 = 1 / 间隔：把间隔映射到固定置信度 1 的放大倍数；它等于 n + 1，FFN 的输入增益也"
-        "是 n + 1（随 n 增长的权重不在 Hahn 的有界权重设定之内）。"
-    ),
-    "Version 2 (issue 14): 'distinct' is measured against the arithmetic the model runs in: the "
-    "same layer is evaluated in float32, each code moves by at most delta, and two codes farther "
-    "apart than 2 delta cannot coincide. The pairs that share token and position differ only "
-    "through the attention term (the 'tail' of the seed's toy encoding); a layer whose attention "
-    "carries no context (falsifier: attention_mask inverted into the key padding mask, every key "
-    "masked) gives them distance 0.": (
-        "版本 2（issue 14）：'互不相同' 以模型运行所用的算术来衡量：同一层在 float32 下求值，每个编"
-        "码至多移动 delta，相距超过 2 delta 的两个编码不可能重合。token 和位置相同的那些对只通过注"
-        "意力项相区别（种子玩具编码中的 '尾部'）；注意力不携带上下文的层（证伪器：attention_mask 被"
-        "反转成 key 填充掩码，所有 key 都被掩掉）使它们的距离为 0。"
     ),
     "preconditioned layer: W_Q's feature block set to H^{-1} (prompt-specific), eta = 1": (
         "预条件层：W_Q 的特征块设为 H^{-1}（随提示而定），eta = 1"
@@ -1113,25 +875,6 @@ _LABEL_PATTERNS += [
 ]
 
 _NOTES.update({
-    "Values: log-log exponents in n of the counted work (multiply-adds of matrix products + "
-    "elements touched by every other operator) of full attention (reference backend) and of "
-    "linear attention (linear backend). Deterministic.": (
-        "数值：计数工作量（矩阵乘法的乘加次数 + 其他每个算子访问的元素数）关于 n 的双对数指数，分别"
-        "对完整注意力（参考后端）和线性注意力（线性后端）。结果是确定的。"
-    ),
-    "Changed for issue 12 (item 3): the verdict used to be thread-CPU time exponents (2 +- 0.35, 1 "
-    "+- 0.35), which failed at 2.5 on a loaded machine; it is now counted work, which no other "
-    "process can change. Issue 14: the falsifier is the planted bug attention.backend-ignored "
-    "(every backend silently runs the eager reference path), caught by degree 2 and the output "
-    "check of the linear arm.": (
-        "为 issue 12（第 3 项）修改：判定原先依据线程 CPU 时间的指数（2 +- 0.35，1 +- 0.35），在负"
-        "载高的机器上测得 2.5 而失败；现在依据计数的工作量，其他进程无法改变它。Issue 14：证伪器是"
-        "植入的 bug attention.backend-ignored（每个后端都默默运行 eager 参考路径），由次数 2 和线性"
-        "组的输出检查捕获。"
-    ),
-    "Tolerance: 3 binomial standard errors at p = 1/2 over the evaluation strings.": (
-        "容差：在评估串上 p = 1/2 时的 3 个二项标准误。"
-    ),
     "version 2 (issue 14): three seeds, worst seed decides; falsifier = planted bug "
     "attention.causal-blocks-previous in functional/masks.py (no query can attend to the previous "
     "token, so p_i = p_{i-1} xor b_i cannot be computed); it was a copy scratchpad chosen by the "
@@ -1156,25 +899,6 @@ _NOTES.update({
         "8.3.4-3 以及 Hu, Liu, Chen, Wu & Liu 2025（arXiv 2504.15956：两个带线性映射的仅注意力层是"
         "万能逼近器）一致，种子把这一结果归于一篇找不到的 'Arqand et al. 2025'。"
     ),
-    "Version 2 (issue 14): 'refuted' was hard-coded, the attention-only arm kept its LayerNorms (a "
-    "second nonlinearity), one seed. Now every size trains every arm "
-    "(experiments.component_ablation.VARIANTS), the softmax-only arm has no norm at all (norm "
-    "'none'), 3 seeds, and the refutation is the seed margin 'attention alone falls short on some "
-    "seed' failing. Falsifier: a bug in experiments.presets that builds every arm as a full block "
-    "(the FFN-only arm then sees context).": (
-        "版本 2（issue 14）：原先 'refuted' 是写死的，仅注意力组保留了 LayerNorm（第二种非线性），"
-        "且只有一个种子。现在每种规模都训练每个组（experiments.component_ablation.VARIANTS），仅 "
-        "softmax 组完全没有归一化（norm 'none'），3 个种子，驳斥来自种子间隔 '仅注意力在某个种子上"
-        "达不到' 不成立。证伪器：experiments.presets 中的一个 bug，把每个组都构建成完整块（于是仅 "
-        "FFN 组也能看到上下文）。"
-    ),
-    "Version 2 (issue 14): 3 seeds (over_seeds, worst seed decides); the falsifier is a bug in "
-    "experiments.presets (the position argument is not forwarded, so the 'no-position' arm gets a "
-    "learned table), not a keyword of the check.": (
-        "版本 2（issue 14）：3 个种子（over_seeds，由最差的种子决定）；证伪器是 "
-        "experiments.presets 中的一个 bug（位置参数没有传下去，于是 '无位置' 组得到一张可学习的"
-        "表），而不是检查的一个关键字。"
-    ),
     "version 2 (issue 14): three seeds, worst seed decides; the structural margin 'layers checked "
     ">= 2' is gone; falsifier = planted bug attention.causal-blocks-previous in "
     "functional/masks.py (no layer can attend to the previous token): it used to be the 1-layer "
@@ -1183,11 +907,6 @@ _NOTES.update({
         "版本 2（issue 14）：三个种子，由最差的种子决定；结构性间隔 '检查的层数 >= 2' 已去掉；证伪"
         "器 = functional/masks.py 中植入的 bug attention.causal-blocks-previous（任何层都不能注意到"
         "前一个 token）：原先是把 1 层对照模型当作 2 层模型来读"
-    ),
-    "falsifier = planted bug data.regression-label-before-input (the prompt puts y_i before x_i: "
-    "the read-out sees its own target); it was the untrained model": (
-        "证伪器 = 植入的 bug data.regression-label-before-input（提示把 y_i 放在 x_i 之前：读出位置"
-        "能看到自己的目标）；原先是未训练的模型"
     ),
     "version 3 (issue 19): the default trains 1200 steps (was 2000). The learning rate is "
     "constant after the warm-up, so the run is the first 1200 steps of the old one; the phase "
@@ -1204,19 +923,6 @@ _NOTES.update({
         "0.42, 0.42, 0.42, 0, 0（窗口 60 步，原为 100）；对照 0.029。阈值不变；前一 token 分数的"
         "余量"
         "比 2000 步时小（5 个种子中最差 0.432，对比 3 个种子中的 0.450）。"
-    ),
-    "version 3 (issue 19): at default (3 restarts x 3000 steps) seed 1 failed: every "
-    "restart stopped at the rank-1 saddle (held-out risks 2.217, 2.180, 2.192 vs the "
-    "optimum 1.152; relative error 0.884); the default now screens 12 initialisations"
-    " for 200 steps, keeps the lowest held-out risk (no theory) and trains it to 1500"
-    " steps; seeds 0-4: relative error 0.0074, 0.0074, 0.0088, 0.0084, 0.0080, falsif"
-    "ier 0.574-0.577; threshold 0.15 unchanged": (
-        "版本 3（issue 19）：在默认规模（3 次重启 × 3000 步）下种子 1 失败"
-        "：每次重启都停在秩 1 鞍点（留出风险 2.217, 2.180, 2.192，对比最优"
-        "值 1.152；相对误差 0.884）；默认配置现在把 12 个初始化各训练 200 步"
-        "做筛选，保留留出风险最低者（不用理论）并把它训练到 1500 步；种子 0-4：相对误差"
-        " 0.0074, 0.0074, 0.0088, 0.0084, 0.0080，证伪器 "
-        "0.574-0.577；阈值 0.15 不变"
     ),
     "Issue 19 (version 3): at --size default (k up to 32) error rose from k = 16 to k"
     " = 32 on every seed (error(32) / error(16) = 1.73-1.97, seeds 0-2; seed 0: 0.063"
@@ -1451,29 +1157,12 @@ _NOTES.update({
         "种子的第 3 步（000:741）说得对：两层 ReLU FFN 能把有限个互不相同的编码映射到任意输出；这是"
         "用 N 个单元的精确插值（记忆）结果，而不仅仅是 Cybenko/Leshno 定理的逼近。"
     ),
-    "000:1062's items (2) context length and (3) order/representativeness are outside this model: "
-    "the layer is permutation invariant in its demos (measured), so order can only matter "
-    "through positional information a real transformer adds": (
-        "000:1062 的第 (2) 项上下文长度和第 (3) 项顺序/代表性不在这个模型之内：该层对其示例是置换不"
-        "变的（已测量），所以顺序只能通过真实 Transformer 加入的位置信息起作用"
-    ),
     "not refuted: O(log(1/eps)) layers at FIXED kappa (000:973's big-O for a strongly convex loss) "
     "- the ratio layers(1e-6) / layers(1e-3) ~ 2 is a pass condition; the seed's "
     "'depth = log(1/eps)' drops the factor kappa": (
         "未被驳斥：在固定 kappa 下需要 O(log(1/eps)) 层（000:973 对强凸损失的大 O）——比值 "
         "layers(1e-6) / layers(1e-3) ~ 2 是一个通过条件；种子的 'depth = log(1/eps)' 丢掉了因子 "
         "kappa"
-    ),
-    "000:528 is right here: exact retrieval needs sharp attention, which softmax gives and a "
-    "finite feature map does not (the rank of phi(Q) phi(K)^T is at most m).": (
-        "000:528 在这里是对的：精确检索需要尖锐的注意力，softmax 能给出，而有限特征映射不能"
-        "（phi(Q) phi(K)^T 的秩至多为 m）。"
-    ),
-    "Both Deep Sets run the library's DeepSets.forward with sum pooling; only phi and rho are the "
-    "explicit maps of the sum-decomposition (no training: representability is a property of the "
-    "function class, not of an optimiser).": (
-        "两个 Deep Sets 都运行库中带求和池化的 DeepSets.forward；只有 phi 和 rho 是求和分解的显式映"
-        "射（不训练：可表示性是函数类的性质，而不是优化器的性质）。"
     ),
     "Efficiency, not ability: the power-sum phi needs a latent width n (Wagstaff et al. 2019: a "
     "continuous sum-decomposition of functions of n reals needs width >= n); a Set Transformer "

@@ -134,8 +134,8 @@ def check_flash_io(ctx: Context) -> Evidence:
                 "(Algorithm 0) moves 4 N d + 4 N^2 = {standard} elements; the tiled loop wins "
                 "above M ~ {m_cross:.0f} (= {value:.1f} d^2).", n=n, d=d, blocks=blocks,
                 standard=standard, m_cross=m_cross, value=m_cross / d**2),
-            "004's table ('HBM O(n^2) -> O(nd)') is too coarse: the tiled loop's traffic is "
-            "Theta(N^2 d^2 / M), which is O(N d) only when M ~ N d (Theorem 2).",
+            msg("004's table ('HBM O(n^2) -> O(nd)') is too coarse: the tiled loop's traffic is "
+            "Theta(N^2 d^2 / M), which is O(N d) only when M ~ N d (Theorem 2)."),
         ],
         figures=[_io_figure(n, d, srams, measured, standard)],
         details={"srams": srams, "measured": measured, "closed_form": closed, "standard": standard},
@@ -269,10 +269,10 @@ def check_tiled_attention_exact(ctx: Context) -> Evidence:
             msg("Version 3 (issue 18): the seed's 'bitwise equal' (000:1170) as a seed margin: "
                 "the fp32 outputs differ by up to {fwd:.1e} (not 0); in float64 by {fwd64:.1e}",
                 fwd=fwd, fwd64=fwd64),
-            "Version 2 (issue 14): the falsifier is a bug planted in the online softmax (the "
+            msg("Version 2 (issue 14): the falsifier is a bug planted in the online softmax (the "
             "running sum and output are not rescaled when the running max grows), which the "
             "exactness margins must catch; before, only the memory half was falsified (one "
-            "n x n tile).",
+            "n x n tile)."),
         ],
         details={"cases": cases, "peak_bytes": peak, "block": block},
         margins=margins,

@@ -139,11 +139,11 @@ def check_residual_euler(ctx: Context) -> Evidence:
         "must fall at least half as fast as 1/L over the range",
         verdict=decide(margins),
         notes=[
-            "Version 2 (issue 14): the stack is the project's Transformer (FFN-only pre-LN "
+            msg("Version 2 (issue 14): the stack is the project's Transformer (FFN-only pre-LN "
             "blocks, d = 16, Xavier init, float64) with the step T/L folded into each block's "
             "FFN output layer; before, a bare GeluMLP was iterated by theory.residual, so no "
             "project block ran. The reference x(T) is RK4 with 1024 steps on the block's own "
-            "branch f(x) = FFN(LN(x)) (error O(h^4) ~ 1e-13, far below the Euler errors).",
+            "branch f(x) = FFN(LN(x)) (error O(h^4) ~ 1e-13, far below the Euler errors)."),
             msg("relative error at L={depths_0}: {errors_0:.3e}, at L={depths}: {errors:.3e}",
                 depths_0=depths[0], errors_0=errors[0], depths=depths[-1], errors=errors[-1]),
         ],

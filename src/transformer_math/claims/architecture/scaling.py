@@ -234,10 +234,10 @@ def check_chinchilla(ctx: Context) -> Evidence:
                 "layers, 32 tokens) under FlopCounterMode: {counted:.4g} FLOPs; library c N D = "
                 "{library:.4g} (N = parameters of the matrix products, embedding lookup excluded).",
                 counted=counted, library=library),
-            "Version 2 (issue 14): the former check reproduced Table 3 from Approach 1, which "
+            msg("Version 2 (issue 14): the former check reproduced Table 3 from Approach 1, which "
             "encodes D = 20 N and C = 6 N D, an identity; and its 'refuted' was a literal. Now "
             "the cost is counted, the optimum is found numerically on the fitted loss surface, "
-            "and the seed's example is tested against both (seed_margins).",
+            "and the seed's example is tested against both (seed_margins)."),
             f"Numerical optimum (Approach 3 constants E 1.69, A 406.4, B 410.7, alpha 0.339, "
             f"beta 0.285): N_opt ~ C^{slope:.3f}; tokens/param grows from {ratios[0]:.0f} "
             f"(1e19) to {ratios[-1]:.0f} (1e24), so '20' holds only near the small end (the "

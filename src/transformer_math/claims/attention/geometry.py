@@ -234,8 +234,8 @@ def check_low_rank_bottleneck(ctx: Context) -> Evidence:
         tolerance="ranks exact (numerical rank, tol sigma_1 n eps); scale 1e-9 relative",
         verdict=decide(margins),
         notes=[
-            "Values: max numerical rank over the heads; the logit scale read back from the "
-            "module's weights (worst head).",
+            msg("Values: max numerical rank over the heads; the logit scale read back from the "
+            "module's weights (worst head)."),
             msg("Per-head ranks {ranks}; sigma_(d_k+1)/sigma_1 <= {gap_small:.1e} while "
                 "sigma_(d_k)/sigma_1 >= {gap_big:.1e}; one head with d_k = d has rank {rank_big}.",
                 ranks=ranks, gap_small=gap_small, gap_big=gap_big, rank_big=rank_big),

@@ -121,9 +121,9 @@ def check_gqa_grouping(ctx: Context) -> Evidence:
             msg("Value: the largest relative difference between the GQA module and either "
                 "reference, over H_kv = 2, 4 and both backends (d = {d}, H = {h}, n = {n}).", d=d,
                 h=h, n=n),
-            "Tiled key/value heads (query head h reading kv head h % H_kv, torch's .repeat) "
+            msg("Tiled key/value heads (query head h reading kv head h % H_kv, torch's .repeat) "
             "give a different, equally shaped module: loading a pretrained GQA checkpoint "
-            "into it pairs the wrong heads, with no error raised.",
+            "into it pairs the wrong heads, with no error raised."),
         ],
         details={"errors": errors},
         margins=margins,

@@ -313,18 +313,18 @@ def check_quadratic_cost(ctx: Context) -> Evidence:
         ),
         verdict=decide(margins),
         notes=[
-            "Values: log-log exponents in n of the counted work (multiply-adds of matrix "
+            msg("Values: log-log exponents in n of the counted work (multiply-adds of matrix "
             "products + elements touched by every other operator) of full attention (reference "
-            "backend) and of linear attention (linear backend). Deterministic.",
+            "backend) and of linear attention (linear backend). Deterministic."),
             msg("Exact work per batch-head (d = {D}): full {poly_text_full}; linear "
                 "{poly_text_linear}.", D=_D, poly_text_full=_poly_text(polys['full']),
                 poly_text_linear=_poly_text(polys['linear'])),
             time_note,
-            "Changed for issue 12 (item 3): the verdict used to be thread-CPU time exponents "
+            msg("Changed for issue 12 (item 3): the verdict used to be thread-CPU time exponents "
             "(2 +- 0.35, 1 +- 0.35), which failed at 2.5 on a loaded machine; it is now counted "
             "work, which no other process can change. Issue 14: the falsifier is the planted "
             "bug attention.backend-ignored (every backend silently runs the eager reference "
-            "path), caught by degree 2 and the output check of the linear arm.",
+            "path), caught by degree 2 and the output check of the linear arm."),
         ],
         figures=[_count_figure(count_sizes, totals),
                  *([_time_figure(timing)] if timing is not None else [])],

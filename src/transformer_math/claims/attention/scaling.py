@@ -240,9 +240,9 @@ def check_sqrt_dk_variance(ctx: Context) -> Evidence:
         ),
         verdict=decide(margins),
         notes=[
-            "Order: Var(q.k) for d_k = 16, 64, 512; Var(q.k/sqrt(d_k)) for the same; "
+            msg("Order: Var(q.k) for d_k = 16, 64, 512; Var(q.k/sqrt(d_k)) for the same; "
             "Var(q.k) with W_Q at twice W_K's variance (d_k = 64, predicted d_k sigma_q^2 "
-            "sigma_k^2 = 128); the same with the corrected factor sqrt(2 d_k).",
+            "sigma_k^2 = 128); the same with the corrected factor sqrt(2 d_k)."),
             msg("Exercise 8.3.1-1: only the product sigma_q sigma_k matters. sigma_q = 2, sigma_k "
                 "= 0.5 gives Var(q.k) = {var_unscaled:.1f} (predicted {d_k}), so sqrt(d_k) stays "
                 "right; W_Q at twice W_K's variance gives Var(q.k/sqrt(d_k)) = "
@@ -251,8 +251,8 @@ def check_sqrt_dk_variance(ctx: Context) -> Evidence:
                 var_unscaled=details_a['var_unscaled'], d_k=d_k,
                 var_with_standard_scale=details_b['var_with_standard_scale'],
                 var_with_corrected_scale=details_b['var_with_corrected_scale']),
-            "Tolerance: 5 standard errors of a sample variance, sqrt(2/(N-1) + (6/d_k)/N) "
-            "relative (the 6/d_k term is the excess kurtosis of q.k).",
+            msg("Tolerance: 5 standard errors of a sample variance, sqrt(2/(N-1) + (6/d_k)/N) "
+            "relative (the 6/d_k term is the excess kurtosis of q.k)."),
         ],
         figures=[_variance_figure(samples, gen)],
         details={"samples": samples, "default_scale_d_k_64": default_scale(64),

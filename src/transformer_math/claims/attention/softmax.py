@@ -150,8 +150,8 @@ def check_softmax_saturation(ctx: Context) -> Evidence:
         ),
         verdict=decide(margins),
         notes=[
-            "Order: unscaled median max weight, unscaled median ||J||_2, scaled median max "
-            "weight, scaled median ||J||_2.",
+            msg("Order: unscaled median max weight, unscaled median ||J||_2, scaled median max "
+            "weight, scaled median ||J||_2."),
             msg("Median row entropy: unscaled {entropy:.2e} nats, scaled {entropy_2:.3f} nats "
                 "(uniform: log 16 = {log_value:.3f}).", entropy=unscaled['entropy'],
                 entropy_2=scaled['entropy'], log_value=math.log(16)),
@@ -254,7 +254,7 @@ def check_stable_softmax(ctx: Context) -> Evidence:
         tolerance="max |softmax - torch.softmax| <= 1e-6 (float32), 1e-12 (float64)",
         verdict=decide(margins),
         notes=[
-            "Value: worst max |stable_softmax - torch.softmax| over all cases and dtypes.",
+            msg("Value: worst max |stable_softmax - torch.softmax| over all cases and dtypes."),
             "Naive formula, non-finite outputs per case: "
             + ", ".join(f"{k}: {v}" for k, v in naive_counts.items()) + ".",
         ],

@@ -159,8 +159,8 @@ def check_dyck_recognition(ctx: Context) -> Evidence:
                 "the flags at the last position. Depth 2 at every n; the gain grows with n like "
                 "the PARITY construction's (computation.parity-margin), and the margin is "
                 "1/(2(n+1)): Hahn's limit is on confidence, not on correctness."),
-            "Falsifier: the first layer without its causal mask (every position sees only "
-            "the final balance, so ')(' is accepted).",
+            msg("Falsifier: the first layer without its causal mask (every position sees only "
+            "the final balance, so ')(' is accepted)."),
         ],
         details={"errors_by_n": {str(k): v for k, v in errors_by_n.items()},
                  "normalised_margin_by_n": norm_margin},

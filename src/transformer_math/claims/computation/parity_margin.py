@@ -218,11 +218,11 @@ def check_parity_margin(ctx: Context) -> Evidence:
             "errors here do not refute 000:864/000:125; those are corrected by citation "
             "(Chiang & Cholak 2022). The claim is the construction check it always was: "
             "margin 1/(n+1), confidence -> 1 bit at a fixed gain, LayerNorm restores it.",
-            "Two uniform-attention layers (the project's MultiHeadAttention on its reference "
+            msg("Two uniform-attention layers (the project's MultiHeadAttention on its reference "
             "softmax backend, W_Q = W_K = 0, float64) and a token-wise ReLU network with input "
             "gain n + 1; inputs exhaustive for n <= 12, 16 random strings otherwise. The 1/(n+1) "
             "is not written into any weight: it is the softmax weight of each of the n + 1 keys "
-            "(BOS and the bits), so the measured margin tests the project's attention.",
+            "(BOS and the bits), so the measured margin tests the project's attention."),
             msg("version 3 (issue 18): the claim now reports what the measurement shows about the "
                 "seed: zero errors at every n refutes the reading of Hahn's lemma as an "
                 "error-rate bound (000:864, 000:125; seed margin), and two measured conditions "
@@ -233,14 +233,14 @@ def check_parity_margin(ctx: Context) -> Evidence:
                 "the default eps = 1e-5 the LayerNorm margin is {value}: eps caps it once y^2 is "
                 "comparable to eps (Chiang & Cholak set eps = 0).", READOUT_GAIN=READOUT_GAIN,
                 value=[round(v, 3) for v in ln_eps_margin]),
-            "version 2 (issue 14): backend sdpa -> reference (the project's own softmax); "
+            msg("version 2 (issue 14): backend sdpa -> reference (the project's own softmax); "
             "falsifier = planted bug computation.parity-position-off-by-one in "
-            "theory/parity_margin.py (positions i / n instead of i / (n + 1)); slope margin.",
-            "Required gain = 1 / margin: the amplification that maps the margin to a fixed "
+            "theory/parity_margin.py (positions i / n instead of i / (n + 1)); slope margin."),
+            msg("Required gain = 1 / margin: the amplification that maps the margin to a fixed "
             "confidence of 1; it equals n + 1, and the FFN's input gain is n + 1 as well "
-            "(weights that grow with n are outside Hahn's bounded-weight setting).",
-            "Simplified construction in the spirit of Chiang & Cholak (our weights, not the "
-            "paper's). Worked values: n = 3, bits 101 -> y = +1/4, bits 100 -> y = -1/4.",
+            "(weights that grow with n are outside Hahn's bounded-weight setting)."),
+            msg("Simplified construction in the spirit of Chiang & Cholak (our weights, not the "
+            "paper's). Worked values: n = 3, bits 101 -> y = +1/4, bits 100 -> y = -1/4."),
         ],
         figures=_margin_figure(lengths, margins, predicted, ce_fixed, ce_ln),
         details={"lengths": lengths, "accuracy": accuracy, "errors": errors,

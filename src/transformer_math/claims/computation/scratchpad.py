@@ -139,7 +139,7 @@ def check_parity(ctx: Context) -> Evidence:
             msg("seeds {seeds}; first seed: direct {value}, scratchpad {value_2}",
                 seeds=sweep.seeds, value={k: round(v, 3) for k, v in direct.items()},
                 value_2={k: round(v, 3) for k, v in pad.items()}),
-            "Tolerance: 3 binomial standard errors at p = 1/2 over the evaluation strings.",
+            msg("Tolerance: 3 binomial standard errors at p = 1/2 over the evaluation strings."),
             "Inconclusive when the direct arm has not learnt PARITY at L (its chance level "
             "beyond L then says nothing about length generalisation) or when it is not at "
             "chance at some n >= 2L; failed when the scratchpad arm falls below 0.9 before 4L "

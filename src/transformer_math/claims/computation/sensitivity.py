@@ -114,9 +114,9 @@ def check_hahn_sensitivity(ctx: Context) -> Evidence:
             "version 3 (issue 31): falsifier = attention.softmax-wrong-axis in the library's "
             "attention (for the one BOS query the weights are left unnormalised); the probe's "
             "own unnormalised branch (computation.attention-unnormalised) is removed.",
-            "version 2 (issue 14): the layer runs the project's reference softmax backend; "
+            msg("version 2 (issue 14): the layer runs the project's reference softmax backend; "
             "falsifier = planted bug computation.attention-unnormalised in "
-            "diagnostics/sensitivity.py (it was a variant selected by a keyword of the check).",
+            "diagnostics/sensitivity.py (it was a variant selected by a keyword of the check)."),
         ],
         figures=[figure],
         details={"lengths": lengths, "sensitivity": sens, "bound": bounds,

@@ -180,12 +180,12 @@ def check_component_ablation(ctx: Context) -> Evidence:
             "Version 3 (issue 31): no longer refuted: the seed margin 'attention alone falls "
             "short' is dropped (the seed qualifies '缺一不可' itself, 000:703, 751, 795), so "
             "the same measurements verify the correct statement.",
-            "Version 2 (issue 14): 'refuted' was hard-coded, the attention-only arm kept its "
+            msg("Version 2 (issue 14): 'refuted' was hard-coded, the attention-only arm kept its "
             "LayerNorms (a second nonlinearity), one seed. Now every size trains every arm "
             "(experiments.component_ablation.VARIANTS), the softmax-only arm has no norm at "
             "all (norm 'none'), 3 seeds, and the refutation is the seed margin 'attention "
             "alone falls short on some seed' failing. Falsifier: a bug in experiments.presets "
-            "that builds every arm as a full block (the FFN-only arm then sees context).",
+            "that builds every arm as a full block (the FFN-only arm then sees context)."),
             msg("issue 12: tiny is V = 4, n = 6, C = 4 (token-wise ceiling 0.461), d = 32, 800 "
                 "steps x batch 64, exact evaluation on all 4^6 inputs."),
         ],

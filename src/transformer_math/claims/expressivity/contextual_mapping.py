@@ -236,13 +236,13 @@ def check_contextual_mapping(ctx: Context) -> Evidence:
             "on every sequence of {a,b,c}^4 as well as the toy: one layer separates all "
             f"{int(big['codes'])} codes, so the claim is refuted (Kajitsuka & Sato 2024 prove "
             "it for any finite set, with one head of rank-1 weights).",
-            "Version 2 (issue 14): 'distinct' is measured against the arithmetic the model "
+            msg("Version 2 (issue 14): 'distinct' is measured against the arithmetic the model "
             "runs in: the same layer is evaluated in float32, each code moves by at most "
             "delta, and two codes farther apart than 2 delta cannot coincide. The pairs that "
             "share token and position differ only through the attention term (the 'tail' of "
             "the seed's toy encoding); a layer whose attention carries no context (falsifier: "
             "attention_mask inverted into the key padding mask, every key masked) gives them "
-            "distance 0.",
+            "distance 0."),
             msg("first coordinate of some codes (toy, trial 1): a@1 in ab: {ab:.4f}, a@1 in aa: "
                 "{aa1:.4f}, a@2 in ba: {ba:.4f}, a@2 in aa: {aa2:.4f}", ab=example["a@1 in ab"],
                 aa1=example["a@1 in aa"], ba=example["a@2 in ba"], aa2=example["a@2 in aa"]),

@@ -125,7 +125,7 @@ def check_no_position_equivariant(ctx: Context) -> Evidence:
                 "{seq_len} over {vocab_size} tokens so that equal tokens recur.",
                 count=gaps["count"], sublayers=", ".join(SUBLAYERS), positions=positions,
                 seq_len=spec.seq_len, vocab_size=spec.vocab_size),
-            "Tolerance 1e-9 x output scale: exact symmetry up to float64 rounding.",
+            msg("Tolerance 1e-9 x output scale: exact symmetry up to float64 rounding."),
             msg("Consequence (exact given the multiset, Monte Carlo over 4000 multisets): no "
                 "model without positions exceeds accuracy {reverse:.3f} on reverse or "
                 "{copy_first:.3f} on copy-first at n = {seq_len}, V = {vocab_size}. Training: "
@@ -213,9 +213,9 @@ def check_no_position_fit(ctx: Context) -> Evidence:
                 "tiny now trains 500 steps x batch 64 and evaluates on all 4^4 = 256 inputs, so "
                 "the accuracies and the ceiling are exact and the no-position bound is an exact "
                 "inequality (before: 64 sampled sequences, tolerance 0.19)."),
-            "Version 2 (issue 14): 3 seeds (over_seeds, worst seed decides); the falsifier is "
+            msg("Version 2 (issue 14): 3 seeds (over_seeds, worst seed decides); the falsifier is "
             "a bug in experiments.presets (the position argument is not forwarded, so the "
-            "'no-position' arm gets a learned table), not a keyword of the check.",
+            "'no-position' arm gets a learned table), not a keyword of the check."),
         ],
         figures=[_loss_curves(res)],
         details={"ceiling": res.equivariant_ceiling,

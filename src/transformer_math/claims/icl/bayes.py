@@ -158,8 +158,8 @@ def check_bayes_posterior(ctx: Context) -> Evidence:
                 "context pairs, 10000 prompts; lambda = theory.icl_baselines.bayes_ridge_lambda = "
                 "{claimed}", DIM=DIM, NOISE_VAR=NOISE_VAR, TAU2=TAU2, NUM_TASKS=NUM_TASKS,
                 claimed=claimed),
-            "version 2 (issue 14): falsifier = planted bug icl.ridge-lambda-inverted in the "
-            "library (was a keyword variant of the check)",
+            msg("version 2 (issue 14): falsifier = planted bug icl.ridge-lambda-inverted in the "
+            "library (was a keyword variant of the check)"),
             msg("Monte Carlo over (w, noise) too: risk {risk_mc:.4f} +- {stderr:.4f} vs Bayes "
                 "{bayes:.4f} ({value:.2f} standard errors)", risk_mc=r['risk_mc'],
                 stderr=r['stderr'], bayes=bayes, value=abs(r['risk_mc'] - bayes) / r['stderr']),

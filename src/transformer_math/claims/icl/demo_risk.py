@@ -142,9 +142,9 @@ def check_demo_count_noise(ctx: Context) -> Evidence:
                 "from theory.icl_demo_risk; common random numbers: each prompt's k demos are the "
                 "first k of 32, the noise one N(0, 1) draw scaled by sigma (paired differences)",
                 DIM=DIM, DEMOS=DEMOS),
-            "000:1062's items (2) context length and (3) order/representativeness are outside "
+            msg("000:1062's items (2) context length and (3) order/representativeness are outside "
             "this model: the layer is permutation invariant in its demos (measured), so order "
-            "can only matter through positional information a real transformer adds",
+            "can only matter through positional information a real transformer adds"),
             msg("max z = {z_max:.2f}; min decrease z = {decrease_z:.1f}; min noise z = "
                 "{noise_z:.1f}", z_max=z_max, decrease_z=decrease_z, noise_z=noise_z),
         ],

@@ -125,9 +125,10 @@ def check_one_step_gd(ctx: Context) -> Evidence:
         tolerance="< 1e-10 (float64 round-off of sums of <= 40 products is ~1e-14)",
         verdict=decide(margins),
         margins=margins,
-        notes=["read-out is -h[-1,-1]: the construction stores the NEGATIVE prediction (FACTS.md)",
-               "version 2 (issue 14): falsifier = planted bug icl.gd-value-sign in "
-               "theory/icl_construction.py (was a keyword variant of the check)"],
+        notes=[msg(
+            "read-out is -h[-1,-1]: the construction stores the NEGATIVE prediction (FACTS.md)"),
+               msg("version 2 (issue 14): falsifier = planted bug icl.gd-value-sign in "
+               "theory/icl_construction.py (was a keyword variant of the check)")],
         details={"cases": cases, "errors": errors},
     )
 
@@ -246,17 +247,17 @@ def check_neumann_ols(ctx: Context) -> Evidence:
         verdict=decide(margins),
         margins=margins,
         notes=[
-            "version 2 (issue 14): falsifier = planted bug icl.lsa-query-as-key in "
+            msg("version 2 (issue 14): falsifier = planted bug icl.lsa-query-as-key in "
             "nn/linear_self_attention.py (the query token used as a key from layer 2 on); it "
-            "was a step eta = 2.2 / lambda_max chosen by the check",
+            "was a step eta = 2.2 / lambda_max chosen by the check"),
             f"eta = 1 / lambda_max(H) = {r['eta']:.4f}; "
             f"2/lambda_max = {2 / r['lam_max']:.4f}",
             msg("max |model w_L - Neumann partial sum| = {neumann_gap:.2e}",
                 neumann_gap=r['neumann_gap']),
-            "issue 12 (margins over seeds 0-4 at tiny): N = 24 -> 96 context pairs, so that "
+            msg("issue 12 (margins over seeds 0-4 at tiny): N = 24 -> 96 context pairs, so that "
             "kappa(H) ~ 2.3 instead of ~6 and 40 layers converge for every seed (seed 4 had "
             "|w_40 - w*| / |w*| = 1.5e-3 > 1e-3 at N = 24); the bound is also checked at the w* "
-            "that attains it (ratio 1), since on a random w* its tightness varies with the seed.",
+            "that attains it (ratio 1), since on a random w* its tightness varies with the seed."),
         ],
         figures=[neumann_figure(r["errors"], r["bound"])],
         details={"kappa": r["kappa"], "bound_ratios": r["ratios"]},

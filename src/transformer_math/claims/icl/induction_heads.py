@@ -215,7 +215,7 @@ def check_induction_circuit(ctx: Context) -> Evidence:
                    "twice; experiments.induction_heads.hand_built_induction_model (reference "
                    "attention backend, causal mask from functional.masks)", vocab=vocab, half=half,
                    batch=batch),
-               "the quick counterpart of icl.induction-heads: the circuit that training should "
-               "find, checked on the project's Transformer without training"],
+               msg("the quick counterpart of icl.induction-heads: the circuit that training should "
+               "find, checked on the project's Transformer without training")],
         details={"vocab": vocab, "half_len": half},
     )

@@ -238,8 +238,8 @@ def check_task_diversity(ctx: Context) -> Evidence:
             f"{[round(v, 4) for v in sweep['ridge_side']]}, z per seed "
             f"{[round(v, 2) for v in sweep['ridge_side_z']]}; mean squared distance of the "
             f"dMMSE and ridge predictions (first seed) {r.baseline_distance[-1]:.4f}",
-            "falsifier = planted bug data.regression-label-before-input (the prompt puts y_i "
-            "before x_i: the read-out sees its own target); it was the untrained model",
+            msg("falsifier = planted bug data.regression-label-before-input (the prompt puts y_i "
+            "before x_i: the read-out sees its own target); it was the untrained model"),
             NOTE_GRID,
         ],
         figures=[diversity_figure(r.num_tasks, r.distance_to_dmmse, r.distance_to_ridge,
@@ -296,7 +296,7 @@ def check_regression_prompt_causal(ctx: Context) -> Evidence:
         "inputs)",
         verdict=decide(margins),
         margins=margins,
-        notes=["the task-diversity model (TaskDiversityConfig.tiny().model_config()) at "
+        notes=[msg("the task-diversity model (TaskDiversityConfig.tiny().model_config()) at "
                "initialisation, float64; data.regression.interleave_regression_tokens and "
-               "experiments.task_diversity.regression_predictions"],
+               "experiments.task_diversity.regression_predictions")],
     )

@@ -202,12 +202,12 @@ def check_preconditioned_optimum(ctx: Context) -> Evidence:
                 "{value}: reported",
                 value=[round(v, 3) for v in sweep['relative_error_vs_sigma_inverse']]),
             "version 2 (issue 14): three seeds, worst seed decides; threshold 0.15 unchanged",
-            "version 3 (issue 19): at default (3 restarts x 3000 steps) seed 1 failed: every "
+            msg("version 3 (issue 19): at default (3 restarts x 3000 steps) seed 1 failed: every "
             "restart stopped at the rank-1 saddle (held-out risks 2.217, 2.180, 2.192 vs the "
             "optimum 1.152; relative error 0.884); the default now screens 12 initialisations "
             "for 200 steps, keeps the lowest held-out risk (no theory) and trains it to 1500 "
             "steps; seeds 0-4: relative error 0.0074, 0.0074, 0.0088, 0.0084, 0.0080, falsifier "
-            "0.574-0.577; threshold 0.15 unchanged",
+            "0.574-0.577; threshold 0.15 unchanged"),
             "version 4 (issue 31): falsifier = planted bug icl.precond-training-isotropic in "
             "experiments/icl_preconditioner.py (the training batches drawn without Sigma); it "
             "was icl.ahn-gamma-is-sigma, a swap of the prediction in theory/",

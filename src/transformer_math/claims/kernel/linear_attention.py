@@ -83,8 +83,8 @@ def check_linear_attention_rnn(ctx: Context) -> Evidence:
         verdict=decide(margins),
         margins=margins,
         notes=[
-            "max |parallel - recurrent| and |parallel - chunked(c=5)| over three feature maps, "
-            "with and without a prefix of cached keys (bottom-right causal alignment), float64.",
+            msg("max |parallel - recurrent| and |parallel - chunked(c=5)| over three feature maps, "
+            "with and without a prefix of cached keys (bottom-right causal alignment), float64."),
             msg("The recurrent state has m*d_v + m = {value} numbers for 'favor' whatever the "
                 "length; tolerance 1e-12 covers float64 round-off of sums of <= 30 terms.",
                 value=m * d_v + m),

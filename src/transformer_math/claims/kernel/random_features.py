@@ -118,16 +118,16 @@ def _notes(pairs: int, d: int, redraws: int, m_max: int, bias_tol: float,
         f"Bias: |mean relative error| at m = {m_max} <= {bias_tol}, pooled over "
         f"{redraws} x {pairs} estimates (its standard error is ~0.002, so {bias_tol} is "
         "~10 standard errors; the falsifier's bias is exp(beta) - 1 >= 0.133).",
-        "Changed for issue 12: the bias test was a z-score (|z| <= 4) at m = 64, a statistic "
+        msg("Changed for issue 12: the bias test was a z-score (|z| <= 4) at m = 64, a statistic "
         "whose spread between seeds is ~1 by construction, so its margin could never be "
         "three times the spread; now an absolute bias at the largest m, and 32 (was 10) "
-        "redraws at size tiny to steady the slope and formula ratio.",
+        "redraws at size tiny to steady the slope and formula ratio."),
         msg("Sharper kernels need more features: at every m the error grows with beta "
             "({sharper}); features for 10% RMS error: {features_for_10pct}.", sharper=sharper,
             features_for_10pct=features_for_10pct),
-        "Version 2 (issue 14): the falsifier is the planted bug "
+        msg("Version 2 (issue 14): the falsifier is the planted bug "
         "linear-attention.favor-no-norm-correction in functional.linear_attention (was a "
-        "keyword of the check); the check and its thresholds are unchanged.",
+        "keyword of the check); the check and its thresholds are unchanged."),
     ]
 
 

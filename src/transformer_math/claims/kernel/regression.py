@@ -129,13 +129,13 @@ def check_gaussian_equivalence(ctx: Context) -> Evidence:
         margins=margins,
         seed_margins=seed_margins,
         notes=[
-            "max |softmax attention weights - normalised kernel weights| in float64; the "
-            "Gaussian side uses explicit differences q - k (nn.kernel_regression).",
-            "Tolerance 1e-12: float64 exponentials of logits below ~10 in magnitude.",
+            msg("max |softmax attention weights - normalised kernel weights| in float64; the "
+            "Gaussian side uses explicit differences q - k (nn.kernel_regression)."),
+            msg("Tolerance 1e-12: float64 exponentials of logits below ~10 in magnitude."),
             msg("bandwidth s = {bandwidth} (beta = 1/s^2); {t} queries, {n} keys in d = {d}; "
                 "general keys: the unit keys times norms uniform in [0.5, 1.5].",
                 bandwidth=bandwidth, t=t, n=n, d=d),
-            "Refuted (000:472): the seed lets exp(-|k|^2/2s^2) cancel too; it is a factor per "
-            "key, not per row, so it cancels only for equal key norms.",
+            msg("Refuted (000:472): the seed lets exp(-|k|^2/2s^2) cancel too; it is a factor per "
+            "key, not per row, so it cancels only for equal key norms."),
         ],
     )

@@ -111,8 +111,8 @@ def check_linear_vs_softmax_retrieval(ctx: Context) -> Evidence:
             msg("Mean weight on the right key for beta = {BETAS} (one-hot values: the output row "
                 "is the attention row); n = 32 unit keys in d = 8; linear attention with m = d "
                 "features (elu + 1).", BETAS=BETAS),
-            "000:528 is right here: exact retrieval needs sharp attention, which softmax gives "
-            "and a finite feature map does not (the rank of phi(Q) phi(K)^T is at most m).",
+            msg("000:528 is right here: exact retrieval needs sharp attention, which softmax gives "
+            "and a finite feature map does not (the rank of phi(Q) phi(K)^T is at most m)."),
         ],
         figures=[Figure(
             title="Exact retrieval: weight on the right key against the inverse temperature",

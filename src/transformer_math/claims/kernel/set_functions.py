@@ -205,9 +205,9 @@ def check_set_function_audit(ctx: Context) -> Evidence:
         tolerance="1e-6 (gap), 1e-12 (pair sum)",
         verdict=decide(margins, seed_margins),
         notes=[
-            "Both Deep Sets run the library's DeepSets.forward with sum pooling; only phi and "
+            msg("Both Deep Sets run the library's DeepSets.forward with sum pooling; only phi and "
             "rho are the explicit maps of the sum-decomposition (no training: representability "
-            "is a property of the function class, not of an optimiser).",
+            "is a property of the function class, not of an optimiser)."),
             msg("Smallest true gap over the 64 sets: {smallest_gap_min_true:.3g}.",
                 smallest_gap_min_true=errors['smallest_gap_min_true']),
             "Efficiency, not ability: the power-sum phi needs a latent width n (Wagstaff et al. "

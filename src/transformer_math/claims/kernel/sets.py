@@ -128,11 +128,11 @@ def check_set_invariance(ctx: Context) -> Evidence:
             msg("max |f(P x) - f(x)| (invariance) and |SAB(P x) - P SAB(x)| (equivariance) over "
                 "{draws} draws of an independent random permutation per set, a batch of {batch} "
                 "sets of {n} elements, float64.", draws=draws, batch=batch, n=n),
-            "Position code: the same measurement with a sinusoidal code added by slot; the "
+            msg("Position code: the same measurement with a sinusoidal code added by slot; the "
             "margin is the smallest (over models) of the largest change. Batch 16 and 10 draws "
             "(was 4 and 5): with 4 sets the smallest change (mean pooling) varied by 30% "
-            "between seeds, a margin only ~2 spreads from its threshold.",
-            "Tolerance 1e-10: sums in another order differ by float64 round-off only.",
+            "between seeds, a margin only ~2 spreads from its threshold."),
+            msg("Tolerance 1e-10: sums in another order differ by float64 round-off only."),
         ],
         details={"errors": errors, "errors_with_position_code": broken},
     )

@@ -42,17 +42,17 @@ def _entropy_figure(betas: list[float], entropies: list[float], n: int) -> Figur
 
 def _notes() -> list[str]:
     return [
-        "Both limits are checked against explicit bounds derived from the softmax, not a "
+        msg("Both limits are checked against explicit bounds derived from the softmax, not a "
         "hand-picked tolerance: at beta the arg-max weight is >= 1 - (n-1) exp(-beta gap), "
-        "and every weight lies in [exp(-beta R)/n, exp(beta R)/n].",
-        "Margins (issue 12): monotonicity is the number of steps that raise the entropy by "
+        "and every weight lies in [exp(-beta R)/n, exp(beta R)/n]."),
+        msg("Margins (issue 12): monotonicity is the number of steps that raise the entropy by "
         "more than 1e-12 (must be 0; the largest step is a near-zero decrease whose size "
         "varies by 1e-6 between seeds, so it cannot carry a margin against 1e-12); the "
         "beta = 1e3 limit is max(error - bound) (both underflow to 0 for separated rows); "
-        "the beta = 1e-3 limit is max(error / bound) <= 1.",
-        "Version 2 (issue 14): the falsifier is the planted bug attention.scale-as-temperature "
+        "the beta = 1e-3 limit is max(error / bound) <= 1."),
+        msg("Version 2 (issue 14): the falsifier is the planted bug attention.scale-as-temperature "
         "(the attention function divides the logits by an explicit scale), not a variant of "
-        "the claim; the check is unchanged.",
+        "the claim; the check is unchanged."),
     ]
 
 

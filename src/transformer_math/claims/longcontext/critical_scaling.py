@@ -85,8 +85,8 @@ def _notes(rho: float, ns: list[int], finite_n: float, max_dev: float) -> list[s
         msg("Crossing of A_ii = 1/2 at n = {n_max}; at finite n it sits at log(n-1)/((1-rho) log "
             "n) = {finite_n:.4f}, within 5% of gamma_c for n >= 16 (tolerance), and moves to "
             "gamma_c as n grows.", n_max=n_max, finite_n=finite_n),
-        "The configuration is deterministic (simplex tokens, no random draw): the margins "
-        "do not move between seeds.",
+        msg("The configuration is deterministic (simplex tokens, no random draw): the margins "
+        "do not move between seeds."),
         msg("Measured A_ii agrees with the closed form 1/(1 + (n-1) n^(-gamma(1-rho))) to "
             "{max_dev:.2e} (independent check of the implementation).", max_dev=max_dev),
         msg("Refuted (004 ch. 11), measured: softmax(QK^T / sqrt(d_k f(T))) with f(T) = 1 + c "
@@ -96,8 +96,8 @@ def _notes(rho: float, ns: list[int], finite_n: float, max_dev: float) -> list[s
             "forms, falls with n for every c and never reaches 1/2: no critical c (seed_margins), "
             "the opposite of the paper's beta_n = gamma log n, which grows.",
             seed_multiplier=seed_multiplier),
-        "Unsupported (004 ch. 11): the Llama-2 7B perplexity table (5.47 / 6.12 / 7.45 / "
-        "9.83 / 13.2) is not in arXiv 2510.05554 (FACTS.md) and cannot be reproduced here.",
+        msg("Unsupported (004 ch. 11): the Llama-2 7B perplexity table (5.47 / 6.12 / 7.45 / "
+        "9.83 / 13.2) is not in arXiv 2510.05554 (FACTS.md) and cannot be reproduced here."),
     ]
 
 

@@ -220,7 +220,7 @@ def check_rope_orthogonal(ctx: Context) -> Evidence:
         verdict=decide(margins, seed_margins),
         margins=margins,
         seed_margins=seed_margins,
-        notes=["half layout = interleaved layout after x[..., (0, 2, 4, ..., 1, 3, ...)]",
+        notes=[msg("half layout = interleaved layout after x[..., (0, 2, 4, ..., 1, 3, ...)]"),
                msg("d = {d}: the half layout rotates channel 0 with {partner_0}, the seed's "
                    "comment says with 1", d=d, partner_0=int(partner[0]))],
     )

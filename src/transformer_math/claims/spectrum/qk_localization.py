@@ -154,14 +154,14 @@ def _notes(d: int, eig_mean: float, stds: list[float], batch: int, n: int, draws
             "eigenvalues of mean {eig_mean} and standard deviation in {stds}); entropy of "
             "MultiHeadAttention weights (hook_pattern) on {batch} x {n} Gaussian tokens, {draws} "
             "draws each.", d=d, eig_mean=eig_mean, stds=stds, batch=batch, n=n, draws=draws),
-        "Changed for issue 12: every standard deviation uses the same draws of P and of the "
+        msg("Changed for issue 12: every standard deviation uses the same draws of P and of the "
         "shape of the spectrum (common random numbers, so a step compares the same heads), "
         "and 8 x 8 (was 4 x 2) inputs x draws at size tiny: the smallest step (0.02 at "
-        "seed 0) was within the draw-to-draw noise of fresh heads.",
+        "seed 0) was within the draw-to-draw noise of fresh heads."),
         msg("The monitor (torch.linalg.eigvals on the module's weights) recovers the constructed "
             "mean and variance to {var_err:.1e}.", var_err=var_err),
-        "Range: std <= |mean|. For std >> |mean| the mean no longer matters and the entropy "
-        "falls again with growing logit scale (as it does at mean 0).",
+        msg("Range: std <= |mean|. For std >> |mean| the mean no longer matters and the entropy "
+        "falls again with growing logit scale (as it does at mean 0)."),
         msg("Refuted (004 ch. 12): on a random head (d = {d}, d_k = 8) W_QK has rank <= 8 "
             "({nonzero_true} nonzero eigenvalues, complex pairs up to |Im| = {max_imag:.3f}); the "
             "seed's eigvalsh returns {nonzero_seed} nonzero real values, identical to eigvalsh of "
