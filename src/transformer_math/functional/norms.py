@@ -52,12 +52,13 @@ def layer_norm(
 
     ``var`` is the biased (1/d) variance, as in Ba et al. (2016) and ``torch.nn.LayerNorm``.
 
-    Without autograd, for float32 / float64 inputs (and parameters of the same dtype), the
-    same formula is evaluated by torch's fused kernel ``F.layer_norm`` (what transformers'
-    GPT-2 runs): one kernel call instead of nine, 2 instead of 15 us for one token of width
-    256 on one CPU thread, and equal to the written-out formula up to rounding (1.4e-6 at most
-    on (4, 512, 256) standard normal inputs; issue 36 item 3). With autograd (the Jacobians
-    of the claims) and in low precision the formula below runs as written.
+    For float32 / float64 inputs (and parameters of the same dtype), the same formula is
+    evaluated by torch's fused kernel ``F.layer_norm`` (what transformers' GPT-2 runs), with
+    or without autograd (its backward is the analytic one), so a forward gives the same bits
+    whether or not gradients are recorded: one kernel call instead of nine, 2 instead of
+    15 us for one token of width 256 on one CPU thread, and equal to the written-out formula
+    up to rounding (1.4e-6 at most on (4, 512, 256) standard normal inputs; issue 36 item 3).
+    In low precision, and with the planted bug, the formula below runs as written.
     """
     _check_norm_inputs(x, weight, bias, eps)
     if not planted(LAYERNORM_NO_CENTERING) and _fused_ok(x, weight, bias):
@@ -75,14 +76,13 @@ def layer_norm(
 
 
 def _fused_ok(x: Tensor, weight: Tensor | None, bias: Tensor | None) -> bool:
-    """float32 / float64 x with parameters of its dtype, and nothing that needs a gradient."""
+    """float32 / float64 x with parameters of its dtype (grad mode does not matter)."""
     if x.dtype not in (torch.float32, torch.float64):
         return False
     params = [t for t in (weight, bias) if t is not None]
     if any(t.dtype != x.dtype for t in params):
         return False
-    return not torch.is_grad_enabled() or not (x.requires_grad
-                                               or any(t.requires_grad for t in params))
+    return True
 
 
 def rms_norm(x: Tensor, weight: Tensor | None = None, eps: float = 1e-6) -> Tensor:
