@@ -186,3 +186,22 @@ def test_normalisation_statistics_come_from_the_steps_before_success():
     # the expert never idles before success: no padded (0, 0, -1) frame is counted
     idle = np.all(actions == np.array([0.0, 0.0, -1.0], np.float32), axis=1)
     assert idle.sum() < len(actions) / 4
+
+
+def test_the_policy_moves_between_dtypes_like_any_module():
+    """``.double()`` / ``.to(dtype)`` reach every parameter and buffer (the trunk's per-stack
+    helper was once named ``_apply``, shadowing ``nn.Module._apply``: ``.to`` then raised a
+    TypeError, so no VLA policy could move to a GPU or another dtype), and a float64 policy
+    samples what the float32 one does up to float32 rounding."""
+    policy, batch = _policy(), _batch()
+    obs = {k: v for k, v in batch.items() if k != "action"}
+    policy.generator.manual_seed(0)
+    single = policy.predict_action_chunk(obs)
+    double = _policy().double()
+    assert all(p.dtype == torch.float64 for p in double.parameters())
+    assert double.trunk.mask.dtype == policy.trunk.mask.dtype  # a bool mask stays bool
+    double.generator.manual_seed(0)
+    wide = double.predict_action_chunk(
+        {k: (v.double() if isinstance(v, torch.Tensor) else v) for k, v in obs.items()})
+    torch.testing.assert_close(wide.float(), single, rtol=0, atol=1e-4)
+    assert _policy().to("cpu", torch.float32) is not None

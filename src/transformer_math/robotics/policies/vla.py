@@ -259,7 +259,7 @@ class PrefixLMTrunk(nn.Module):
         prefix = self.trunk.layers[i]
         return prefix, (prefix if self.expert is None else self.expert.layers[i])
 
-    def _apply(self, i: int, fn: Callable[[TransformerBlock, Tensor], Tensor],
+    def _per_stack(self, i: int, fn: Callable[[TransformerBlock, Tensor], Tensor],
                xs: list[Tensor | None]) -> list[Tensor | None]:
         """``fn(block, x)`` on the prefix (trunk block) and the suffix (expert or trunk block);
         one call on the concatenation when both share a block (each hook point fires once)."""
@@ -282,8 +282,8 @@ class PrefixLMTrunk(nn.Module):
         lens = [0 if h is None else h.shape[1] for h in hs]
         start = 0 if hs[0] is not None else self.prefix_len
         rows = slice(start, start + sum(lens))
-        xs = self._apply(i, lambda b, h: b.attn_norm(h), hs)
-        qkv = self._apply(i, lambda b, x: torch.cat(
+        xs = self._per_stack(i, lambda b, h: b.attn_norm(h), hs)
+        qkv = self._per_stack(i, lambda b, x: torch.cat(
             [b.attn.q_proj(x), b.attn.k_proj(x), b.attn.v_proj(x)], dim=-1), xs)
         q, k, v = (self._heads(t) for t in torch.cat([t for t in qkv if t is not None],
                                                      dim=1).chunk(3, dim=-1))
@@ -311,9 +311,9 @@ class PrefixLMTrunk(nn.Module):
             zs = [None, *zs]
         elif hs[1] is None:
             zs = [*zs, None]
-        attn = self._apply(i, lambda blk, x: blk.attn.out_proj(x), zs)
+        attn = self._per_stack(i, lambda blk, x: blk.attn.out_proj(x), zs)
         hs = [None if h is None else h + a for h, a in zip(hs, attn, strict=True)]
-        ffn = self._apply(i, lambda blk, h: blk.ffn(blk.ffn_norm(h)), hs)
+        ffn = self._per_stack(i, lambda blk, h: blk.ffn(blk.ffn_norm(h)), hs)
         hs = [None if h is None else h + f for h, f in zip(hs, ffn, strict=True)]
         if hooks_live():
             hs = [hs[0] if hs[0] is None else hook.hook_resid_prefix(hs[0]),
