@@ -80,9 +80,7 @@ def _fused_ok(x: Tensor, weight: Tensor | None, bias: Tensor | None) -> bool:
     if x.dtype not in (torch.float32, torch.float64):
         return False
     params = [t for t in (weight, bias) if t is not None]
-    if any(t.dtype != x.dtype for t in params):
-        return False
-    return True
+    return all(t.dtype == x.dtype for t in params)
 
 
 def rms_norm(x: Tensor, weight: Tensor | None = None, eps: float = 1e-6) -> Tensor:
