@@ -52,13 +52,15 @@ def layer_norm(
 
     ``var`` is the biased (1/d) variance, as in Ba et al. (2016) and ``torch.nn.LayerNorm``.
 
-    For float32 / float64 inputs (and parameters of the same dtype), the same formula is
-    evaluated by torch's fused kernel ``F.layer_norm`` (what transformers' GPT-2 runs), with
-    or without autograd (its backward is the analytic one), so a forward gives the same bits
-    whether or not gradients are recorded: one kernel call instead of nine, 2 instead of
-    15 us for one token of width 256 on one CPU thread, and equal to the written-out formula
-    up to rounding (1.4e-6 at most on (4, 512, 256) standard normal inputs; issue 36 item 3).
-    In low precision, and with the planted bug, the formula below runs as written.
+    For float32 inputs (and parameters of the same dtype), the same formula is evaluated by
+    torch's fused kernel ``F.layer_norm`` (what transformers' GPT-2 runs), with or without
+    autograd (its backward is the analytic one), so a forward gives the same bits whether or
+    not gradients are recorded: one kernel call instead of nine, 2 instead of 15 us for one
+    token of width 256 on one CPU thread, and equal to the written-out formula up to rounding
+    (1.4e-6 at most on (4, 512, 256) standard normal inputs; issue 36 item 3). In float64 (the
+    claims' exact checks: the autograd Jacobian of this formula, whose two zero singular
+    values the fused backward leaves at ~1e-12 of the largest instead of ~1e-16), in low
+    precision, and with the planted bug, the formula below runs as written, in every grad mode.
     """
     _check_norm_inputs(x, weight, bias, eps)
     if not planted(LAYERNORM_NO_CENTERING) and _fused_ok(x, weight, bias):
@@ -76,8 +78,8 @@ def layer_norm(
 
 
 def _fused_ok(x: Tensor, weight: Tensor | None, bias: Tensor | None) -> bool:
-    """float32 / float64 x with parameters of its dtype (grad mode does not matter)."""
-    if x.dtype not in (torch.float32, torch.float64):
+    """float32 x with parameters of its dtype (grad mode does not matter)."""
+    if x.dtype != torch.float32:
         return False
     params = [t for t in (weight, bias) if t is not None]
     return all(t.dtype == x.dtype for t in params)
