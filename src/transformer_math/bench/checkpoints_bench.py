@@ -16,13 +16,27 @@ CPU, in inference mode. Sizes are "small" so that one call takes milliseconds:
   prefill of 512 tokens is part of both members' time). Until issue 36 the decode benchmarks
   measured 32 tokens after 8, where the per-token Python overhead dominated.
 
+Two environment variables change the decode benchmarks (issue 36 item 3: "at 1B, bfloat16
+and float32, batch 1, 128 new tokens after 512"), as ``TMATH_LOAD_BENCH_SIZE`` does the load's:
+
+- ``TMATH_DECODE_BENCH_DTYPE``: ``float32`` (default) or ``bfloat16``: both models in that
+  dtype (ours loaded with ``from_pretrained(dtype=...)``, transformers' ``.to(dtype)``);
+- ``TMATH_DECODE_BENCH_SIZE``: ``small`` (default, the 4-layer models above) or ``1b``: the
+  Llama benchmark only (``checkpoints.llama-decode``) on a random bfloat16 folder of the
+  published Llama-3.2-1B config (``load_bench.SIZES["1b"]``: 1.24e9 parameters, 2.5 GB of disk
+  in a temporary directory), loaded by both libraries in the chosen dtype, 2 timed repeats
+  after 1 warm-up (about 60 s per float32 generate on 2 CPU cores, 7.5 minutes in all). The
+  other families refuse ``1b`` with an error naming the variable.
+
 No target ratio: the numbers are reported (``tmath bench``). ``transformers`` is imported when a
 benchmark is built, not at import time (it is a dev dependency).
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -35,6 +49,26 @@ BATCH, SEQ_LEN = 2, 128
 PROMPT_LEN, NEW_TOKENS = 512, 128
 VOCAB = 1024
 MAX_POSITIONS = 1024  # >= PROMPT_LEN + NEW_TOKENS (GPT-2's learned table cannot extrapolate)
+SIZE_VARIABLE = "TMATH_DECODE_BENCH_SIZE"
+DTYPE_VARIABLE = "TMATH_DECODE_BENCH_DTYPE"
+DECODE_SIZES = ("small", "1b")
+DECODE_DTYPES = ("float32", "bfloat16")
+
+
+def decode_settings(family: str) -> tuple[str, str]:
+    """(size, dtype) of the decode benchmark of ``family`` from the environment (module
+    docstring); a value outside :data:`DECODE_SIZES` / :data:`DECODE_DTYPES`, or ``1b`` for a
+    family other than llama, raises ValueError naming the variable."""
+    size = os.environ.get(SIZE_VARIABLE, "small")
+    dtype = os.environ.get(DTYPE_VARIABLE, "float32")
+    if size not in DECODE_SIZES:
+        raise ValueError(f"{SIZE_VARIABLE} must be one of {DECODE_SIZES}, got {size!r}")
+    if dtype not in DECODE_DTYPES:
+        raise ValueError(f"{DTYPE_VARIABLE} must be one of {DECODE_DTYPES}, got {dtype!r}")
+    if size == "1b" and family != "llama":
+        raise ValueError(f"{SIZE_VARIABLE}=1b is the Llama-3.2-1B config: only "
+                         f"checkpoints.llama-decode runs it, not {family!r}")
+    return size, dtype
 
 
 _DECODERS: dict[str, tuple[str, str, dict[str, Any]]] = {
@@ -100,9 +134,29 @@ def _forward(family: str) -> Benchmark:
     )
 
 
+def _decode_pair(family: str, size: str, dtype: str) -> tuple[Any, Any, int, Any]:
+    """(transformers' model, ours, vocabulary size, what must outlive the benchmark)."""
+    torch_dtype = getattr(torch, dtype)
+    if size == "small":
+        hf_model = _reference(family)
+        with tempfile.TemporaryDirectory() as tmp:
+            hf_model.save_pretrained(tmp)
+            ours = from_pretrained(tmp, dtype=dtype)
+        return hf_model.to(torch_dtype), ours, VOCAB, None
+    import transformers
+
+    from transformer_math.bench.load_bench import SIZES, make_llama_folder
+
+    keep = tempfile.TemporaryDirectory(prefix="tmath-decode-")
+    folder = make_llama_folder(Path(keep.name) / "llama", size)
+    hf_model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype)
+    return hf_model.eval(), from_pretrained(folder, dtype=dtype), SIZES[size]["vocab_size"], keep
+
+
 def _decode(family: str) -> Benchmark:
-    hf_model, ours = _pair(family)
-    prompt = torch.randint(0, VOCAB, (1, PROMPT_LEN), generator=torch.Generator().manual_seed(0))
+    size, dtype = decode_settings(family)
+    hf_model, ours, vocab, keep = _decode_pair(family, size, dtype)
+    prompt = torch.randint(0, vocab, (1, PROMPT_LEN), generator=torch.Generator().manual_seed(0))
     mask = torch.ones_like(prompt)
 
     def baseline() -> object:
@@ -112,14 +166,18 @@ def _decode(family: str) -> Benchmark:
                                      pad_token_id=0)
 
     def candidate() -> object:
-        with torch.inference_mode():
-            return ours.generate(prompt, NEW_TOKENS)
+        with torch.inference_mode():  # eos None: never stop early (transformers: min_new_tokens)
+            return ours.generate(prompt, NEW_TOKENS, eos_token_id=None)
 
+    candidate.folder = keep  # type: ignore[attr-defined]  # the folder lives as the bench does
+    shape = "4 layers x 256" if size == "small" else "Llama-3.2-1B config, 16 layers x 2048"
     return Benchmark(
         name=f"checkpoints.{family}-decode",
-        description=f"Transformer vs transformers {family}: greedy cached decoding of "
-        f"{NEW_TOKENS} tokens after {PROMPT_LEN} (per-token = time / {NEW_TOKENS})",
-        baseline=baseline, candidate=candidate, repeats=7, warmup=1,
+        description=f"Transformer vs transformers {family} ({shape}, {dtype}): greedy cached "
+        f"decoding of {NEW_TOKENS} tokens after {PROMPT_LEN}, batch 1 (per-token = time / "
+        f"{NEW_TOKENS})",
+        baseline=baseline, candidate=candidate, repeats=7 if size == "small" else 2,
+        warmup=1,
     )
 
 
