@@ -170,6 +170,22 @@ def test_loss_is_the_shifted_next_token_loss(corpus):
         assert err() > KILL
 
 
+def test_logits_to_keep_is_the_last_k_positions(corpus):
+    """``logits_to_keep=k`` gives transformers' logits of the last k positions (and 0 all of
+    them), and greedy generation, whose prefill keeps one, equals transformers'."""
+    hf, ours = corpus("llama-3.2-1b")
+    ids = _ids(2, 12)
+    for keep in (0, 1, 3, 40):
+        assert _err(hf, ours, ids, logits_to_keep=keep) <= TOL
+    with torch.no_grad():
+        assert ours(ids, logits_to_keep=3).logits.shape == (2, 3, RC.VOCAB)
+        want = hf.generate(ids, max_new_tokens=6, do_sample=False, pad_token_id=0)
+    assert torch.equal(ours.generate(ids, 6, eos_token_id=None), want)
+    with plant("transformer.logits-to-keep-first"):
+        assert _err(hf, ours, ids, logits_to_keep=3) > KILL
+        assert not torch.equal(ours.generate(ids, 6, eos_token_id=None), want)
+
+
 def test_sliding_window_keeps_exactly_w_keys(corpus):
     """Mistral with a window of 5 (published fields otherwise) past the window: logits equal
     transformers' (whose window keeps keys j with p - W < j <= p)."""

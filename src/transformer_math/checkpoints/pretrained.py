@@ -42,10 +42,11 @@ class PretrainedTransformer(Transformer):
         super().__init__(config)
         self.generation_config = GenerationConfig()
 
-    def forward(self, input_ids: Tensor | None = None, **kwargs: Any) -> CausalLMOutput:
+    def forward(self, input_ids: Tensor | None = None, *, logits_to_keep: int = 0,
+                **kwargs: Any) -> CausalLMOutput:
         """:meth:`Transformer.forward` with ``return_dict=True``."""
         kwargs["return_dict"] = True
-        out = super().forward(input_ids, **kwargs)
+        out = super().forward(input_ids, logits_to_keep=logits_to_keep, **kwargs)
         assert isinstance(out, CausalLMOutput)
         return out
 

@@ -87,6 +87,7 @@ UNREACHED_WHY: dict[str, str] = {
     "norm.gemma-offset-dropped": _PLUMBING,
     "generation.temperature-after-filters": _PLUMBING,
     "transformer.loss-labels-unshifted": _PLUMBING,
+    "transformer.logits-to-keep-first": _PLUMBING,
     "generation.repetition-penalty-inverted": _PLUMBING,
     "norm.llama-gain-in-float32": _PLUMBING,
     "flash.kv-counted-once": "the IO counter is only kept when a caller passes one "

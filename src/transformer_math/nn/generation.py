@@ -40,6 +40,7 @@ for models whose position table cannot extrapolate).
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
@@ -138,25 +139,42 @@ def decode_step(
     generator: torch.Generator | None = None,
     repetition_penalty: float = 1.0,
     seen: Tensor | None = None,
+    logits_to_keep: int | None = None,
 ) -> Tensor:
     """One decoding step: feed ``step`` (B, T) (continuing ``caches`` if given; the mask covers
     every key so far) and return the next token (B, 1). ``seen`` (B, V) bool: the tokens the
     ``repetition_penalty`` applies to. The model may return the logits or an output with
-    ``.logits`` (a loaded checkpoint's ``CausalLMOutput``).
+    ``.logits`` (a loaded checkpoint's ``CausalLMOutput``). ``logits_to_keep`` (None: not
+    passed) is given to a model whose forward takes it (:func:`accepts_logits_to_keep`);
+    :func:`generate` passes 1, as transformers' generate does, so a prefill runs the LM head
+    at its last position only.
 
     Greedy decoding reads nothing back to the host, so ``torch.compile(decode_step,
     fullgraph=True)`` compiles it with the KV caches (their appends are replayed as side
     effects); the loop of :func:`generate` (stopping at eos) stays in Python.
     """
+    keep = {} if logits_to_keep is None else {"logits_to_keep": logits_to_keep}
     if caches is None:
-        out = model(step, attention_mask=attention_mask)
+        out = model(step, attention_mask=attention_mask, **keep)
     else:
-        out = model(step, attention_mask=attention_mask, caches=caches)
+        out = model(step, attention_mask=attention_mask, caches=caches, **keep)
     logits = getattr(out, "logits", out)[:, -1]
     if seen is not None and repetition_penalty != 1.0:
         logits = penalize_repeats(logits, seen, repetition_penalty)
     return choose_next_token(logits, temperature=temperature, top_k=top_k, top_p=top_p,
                              generator=generator)  # (B, 1)
+
+
+def accepts_logits_to_keep(model: Any) -> bool:
+    """Whether ``model``'s forward names a ``logits_to_keep`` parameter (transformers'
+    generate asks the same of the model's signature); models of the bare contract do not."""
+    forward = getattr(model, "forward", None)
+    if forward is None:
+        return False
+    try:
+        return "logits_to_keep" in inspect.signature(forward).parameters
+    except (TypeError, ValueError):  # a builtin or C callable without a signature
+        return False
 
 
 def _check_token_ids(vocab_size: int, eos: list[int], pad: int, pad_given: bool) -> None:
@@ -308,6 +326,7 @@ def generate(
     tokens, step = input_ids, input_ids
     caches = model.new_caches() if use_cache else None
     rebuild_at = _cache_rebuild_length(model) if use_cache else None
+    keep = 1 if accepts_logits_to_keep(model) else None  # the head at the last position only
     finished = torch.zeros(b, dtype=torch.bool, device=input_ids.device)
     eos_t = torch.tensor(eos, dtype=torch.long, device=input_ids.device)
     try:
@@ -321,7 +340,7 @@ def generate(
             nxt = decode_step(model, step if use_cache else tokens, attention_mask=mask,
                               caches=caches, temperature=temperature, top_k=top_k,
                               top_p=top_p, generator=generator, repetition_penalty=penalty,
-                              seen=seen)  # (B, 1)
+                              seen=seen, logits_to_keep=keep)  # (B, 1)
             if not planted(FINISHED_ROWS_CONTINUE):  # planted bug: finished rows go on
                 nxt = torch.where(finished.unsqueeze(1), torch.full_like(nxt, pad), nxt)
             if seen is not None:

@@ -103,6 +103,12 @@ LOSS_UNSHIFTED = declare_bug(
     "(the model is scored on copying its input)",
     module=__name__, seen_in="forgetting the shift that transformers' ForCausalLMLoss applies",
     test=_PLUMBING + "test_loss_is_the_shifted_next_token_loss")
+LOGITS_KEEP_FIRST = declare_bug(
+    "transformer.logits-to-keep-first",
+    "logits_to_keep=k computes the head at the first k positions instead of the last k, so "
+    "generation's prefill predicts the next token from the prompt's first position",
+    module=__name__, seen_in="h[:, :k] for h[:, -k:] when slicing before the LM head",
+    test=_PLUMBING + "test_logits_to_keep_is_the_last_k_positions")
 WINDOW_OFF_BY_ONE = declare_bug(
     "transformer.sliding-window-off-by-one",
     "the sliding window keeps W + 1 keys (p - W <= j <= p) instead of W (p - W < j <= p)",
@@ -265,6 +271,16 @@ class CausalLMOutput:
     loss: Tensor | None = None
 
 
+def _check_logits_to_keep(logits_to_keep: object, labels: Tensor | None) -> None:
+    if isinstance(logits_to_keep, bool) or not isinstance(logits_to_keep, int) or (
+            logits_to_keep < 0):
+        raise ValueError(f"logits_to_keep must be an int >= 0 (0 = every position, k = the last "
+                         f"k), got {logits_to_keep!r}")
+    if labels is not None:
+        raise ValueError(f"logits_to_keep={logits_to_keep} cannot be combined with labels: the "
+                         f"loss needs the logits of every position (pass logits_to_keep=0)")
+
+
 def causal_lm_loss(logits: Tensor, labels: Tensor, ignore_index: int = -100) -> Tensor:
     """Mean cross-entropy of ``logits[:, t]`` (B, T, V) predicting ``labels[:, t + 1]`` (B, T)
     over the labels != ``ignore_index`` (float32; transformers' ``ForCausalLMLoss``)."""
@@ -405,8 +421,15 @@ class Transformer(nn.Module):
         labels: Tensor | None = None,
         return_dict: bool = False,
         condition: Tensor | None = None,
+        logits_to_keep: int = 0,
     ) -> Tensor | CausalLMOutput:
         """Logits (B, T, head), or hidden states (B, T, d) when the model has no head.
+
+        ``logits_to_keep`` (transformers' convention): 0 computes the head at every position;
+        k > 0 only at the last k (B, min(k, T), head), as generation's prefill needs just the
+        last position's logits (the head of a 128k vocabulary at 512 prompt positions is
+        most of a 1B model's prefill, issue 36). Every layer, cache and hook still sees all T
+        positions. Refused with ``labels`` (the loss needs every position).
 
         ``labels`` (B, T) LongTensor (or ``return_dict=True``): returns a
         :class:`CausalLMOutput` (``.logits``, ``.loss``) instead of the tensor; ``loss`` is the
@@ -431,11 +454,16 @@ class Transformer(nn.Module):
         ``condition`` (B, condition_size): the adaLN-Zero conditioning vector (``nn/adaln.py``),
         required exactly when ``config.condition_size`` is set.
         """
+        if type(logits_to_keep) is not int or logits_to_keep:  # the default 0: no checks
+            _check_logits_to_keep(logits_to_keep, labels)
         h = self.hidden_states(
             input_ids, inputs_embeds=inputs_embeds, attention_mask=attention_mask,
             position_ids=position_ids, attn_mask=attn_mask, caches=caches, memory=memory,
             memory_key_padding_mask=memory_key_padding_mask, is_causal=is_causal,
             condition=condition)
+        if logits_to_keep:
+            h = (h[:, :logits_to_keep] if planted(LOGITS_KEEP_FIRST)  # planted bug: the first k
+                 else h[:, -logits_to_keep:])
         logits = h if self.lm_head is None else self.lm_head(h)
         if labels is None and not return_dict:
             return logits
