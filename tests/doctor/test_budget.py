@@ -42,6 +42,20 @@ def test_static_checks_first_then_dynamic_by_value():
     assert set(dynamic) <= set(budgets.COST_UNITS)  # every dynamic check has a cost estimate
 
 
+def test_a_per_layer_check_costs_in_proportion_to_the_probed_layers():
+    """depth.gradients takes one Jacobian per layer (8B, 32 layers: 19.3 forward passes
+    measured): its estimate scales with the layers probed; the others do not."""
+    base = budgets.COST_UNITS["depth.gradients"]
+    assert budgets.units("depth.gradients", 32) == base * 32 / budgets.CALIBRATION_LAYERS
+    assert budgets.units("depth.gradients", 2) == base  # never below the calibration
+    assert budgets.units("attention.recompute", 32) == budgets.COST_UNITS["attention.recompute"]
+    depth = next(c for c in select_checks() if c.name == "depth.gradients")
+    plan = budgets.Plan(seconds=60.0, forward_s=0.5, probed_layers=32)
+    assert plan.estimate(depth) == 0.5 * base * 8
+    plan.probed_layers = 3  # a sampled run probes three layers
+    assert plan.estimate(depth) == 0.5 * base
+
+
 def test_sample_layers_keeps_first_and_last():
     assert budgets.sample_layers(16) == (0, 8, 15)
     assert budgets.sample_layers(32, 4) == (0, 10, 21, 31)

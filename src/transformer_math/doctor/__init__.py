@@ -296,7 +296,8 @@ def _plan(subject: Subject, plan: Any, dynamic: list[Check], started: float) -> 
     if engine.vocab_size is None:
         plan.forward_s = plan.full_forward_s = 0.0  # vector models are small: no plan
         return
-    units = sum(budgets.COST_UNITS.get(c.name, budgets.DEFAULT_UNITS) for c in dynamic)
+    units = sum(budgets.units(c.name, engine.num_layers) for c in dynamic)
+    plan.probed_layers = engine.num_layers
     full_len = subject.probe_len
     short_len = (budgets.SHORT_PROBE if subject.options.probe_len is None
                  and full_len > budgets.SHORT_PROBE else full_len)
@@ -322,6 +323,7 @@ def _plan(subject: Subject, plan: Any, dynamic: list[Check], started: float) -> 
     if sampled is not None:
         plan.layers, subject.engine = sampled
         plan.forward_s = short_s
+        plan.probed_layers = len(plan.layers)
     else:
         plan.layers = tuple(range(engine.num_layers))
         plan.forward_s = budgets.time_forward(engine, subject.random_ids("budget.forward"))

@@ -161,7 +161,7 @@ def _records(subject: Subject, t: int) -> tuple[Tensor, list[AttentionRecord]]:
     def compute() -> tuple[Tensor, list[AttentionRecord]]:
         return ids, engine.attention(ids)
 
-    return subject.cached(f"attention:random:{t}:{ids.shape[0]}", compute)
+    return subject.cached(f"attention:random:{id(engine)}:{t}:{ids.shape[0]}", compute)
 
 
 def _other_tokens(ids: Tensor, vocab: int, g: torch.Generator) -> Tensor:
@@ -211,7 +211,8 @@ def _project_passes(subject: Subject, engine: ProjectEngine, t: int) -> dict[str
     mask-coverage checks: the standard random probe (the ids of :func:`_records`) plus one
     copy of its first row left-padded by a quarter of its length (HF mask 0 at the pads), with
     (1) listeners on ``hook_q/k/v/z`` only (the backend computes the output, as for a user) and
-    (2) a listener on ``hook_pattern`` only (the weights the backend reports)."""
+    (2) listeners on ``hook_pattern`` (the weights the backend reports) and on that pass's own
+    ``hook_q``/``hook_k``."""
     from transformer_math.nn.hooks import run_with_cache
 
     model = engine.model
@@ -224,7 +225,10 @@ def _project_passes(subject: Subject, engine: ProjectEngine, t: int) -> dict[str
         mask[-1, : t // 4] = 0
         dev = engine._device
         qkvz = [f"layers.{i}.attn.hook_{x}" for i in layers for x in ("q", "k", "v", "z")]
-        pattern = [f"layers.{i}.attn.hook_pattern" for i in layers]
+        # the weights pass records its own q and k: in bfloat16 the two passes' q and k part
+        # by rounding after the first layer (the backends round their outputs differently),
+        # enough to move a peaked weight by 0.12 at 8B, head_dim 128 (2026-12-03)
+        pattern = [f"layers.{i}.attn.hook_{x}" for i in layers for x in ("pattern", "q", "k")]
         with torch.no_grad():
             _, user = run_with_cache(model, both.to(dev), attention_mask=mask.to(dev),
                                      names=qkvz)
@@ -234,7 +238,9 @@ def _project_passes(subject: Subject, engine: ProjectEngine, t: int) -> dict[str
                 "user": {k: v.cpu() for k, v in user.items()},
                 "reported": {k: v.cpu() for k, v in reported.items()}}
 
-    return subject.cached(f"attention:project:{t}:{ids.shape[0]}", compute)
+    # keyed by the model too: a check of precision.NEEDS_FLOAT32 runs on a float32 copy of a
+    # low-precision model and must not read the passes an earlier check made on the original
+    return subject.cached(f"attention:project:{id(model)}:{t}:{ids.shape[0]}", compute)
 
 
 # ---------------------------------------------------------------------------- saturation
@@ -531,9 +537,10 @@ def check_recompute(subject: Subject) -> list[Finding]:
     -m_h |i - j| with slopes from Press et al. 2022. Compared with ``hook_z`` of a pass with no
     weight listener (the backend's own output: what the user gets; the ``tiled`` backend is
     probed with 160 tokens so that two key tiles merge) and with ``hook_pattern`` of a second
-    pass (the reported weights). Rows with no allowed key (left padding's pad queries) are
-    compared apart: the project's contract gives them zero output; finite values there are
-    reported as info only (HF's convention: uniform weights). Also: the key heads of the model
+    pass (the reported weights), against softmax of that pass's own hooked q and k. Rows with
+    no allowed key (left padding's pad queries) are compared apart: the project's contract
+    gives them zero output; finite values there are reported as info only (HF's convention:
+    uniform weights). Also: the key heads of the model
     must be the configured H_kv.
 
     The probe (2 random rows + 1 left-padded copy) passes an attention_mask, so the output path
@@ -597,7 +604,10 @@ def check_recompute(subject: Subject) -> list[Finding]:
             pos = torch.arange(t, dtype=torch.float64)
             bias = (-alibi_reference_slopes(q.shape[1]).view(1, -1, 1, 1)
                     * (pos.view(-1, 1) - pos.view(1, -1)).abs())
-        ref, weights, live = reference_attention(q, k, v, allowed, scale, bias)
+        ref, _, live = reference_attention(q, k, v, allowed, scale, bias)
+        _, weights, _ = reference_attention(reported[f"layers.{i}.attn.hook_q"].cpu(),
+                                            reported[f"layers.{i}.attn.hook_k"].cpu(), v,
+                                            allowed, scale, bias)
         live4 = live.unsqueeze(-1).expand_as(ref)
         out_err = _rel_diff(z[live4].view(-1), ref[live4].view(-1))
         livew = live.unsqueeze(-1).expand_as(weights)
@@ -861,7 +871,7 @@ def _padding_run(subject: Subject) -> dict[str, Any]:
             out[side] = logits[rows][mask[rows].bool()].view(b, n, -1)
         return out
 
-    return subject.cached(f"attention:padding:{t}:{b}", compute)
+    return subject.cached(f"attention:padding:{id(engine)}:{t}:{b}", compute)
 
 
 @register_check("attention.padding", kind=DYNAMIC,
