@@ -35,189 +35,57 @@ def _pat(english: str, chinese: str) -> tuple[str, str]:
 # --- figure titles, axis labels, series and line labels (exact) --------------------------------
 _LABELS: dict[str, str] = {
     # architecture
-    "M (elements)": "M（元素数）",
-    "elements moved": "搬运的元素数",
-    "tiled (counted)": "分块（计数）",
     "standard attention": "标准注意力",
-    "Normalised vectors: mean vs norm / sqrt(d)": "归一化后的向量：均值 vs 范数 / sqrt(d)",
-    "mean of output": "输出的均值",
-    "|dLoss / dW2| of the last layer at initialisation vs depth (Xiong et al. Thm. 1)": (
-        "初始化时最后一层的 |dLoss / dW2| 随深度的变化（Xiong et al. Thm. 1）"
-    ),
-    "depth L": "深度 L",
-    "Pre-LN (theory: L^-1/2)": "Pre-LN（理论：L^-1/2）",
-    "Post-LN (theory: L^0)": "Post-LN（理论：L^0）",
-    "Stack of project blocks x + (T/L) FFN(LN x) vs ODE solution (forward Euler)": (
-        "本项目块的堆叠 x + (T/L) FFN(LN x) 与 ODE 解的比较（前向欧拉）"
-    ),
-    "relative error |x_L - x(T)|": "相对误差 |x_L - x(T)|",
-    "residual stack": "残差堆叠",
-    "1/L reference": "1/L 参考线",
     "Input-output Jacobian of a stack of project blocks vs depth": (
         "本项目块堆叠的输入-输出雅可比随深度的变化"
     ),
-    "singular values of d x_L / d x_0": "d x_L / d x_0 的奇异值",
-    "residual: largest singular value": "残差：最大奇异值",
     "bound prod (1 + K_l)": "界 prod (1 + K_l)",
     "bound prod (1 - K_l) (smallest singular value)": "界 prod (1 - K_l)（最小奇异值）",
-    "no residual, no norm x <- FFN_l(x): largest singular value": (
-        "无残差、无归一化 x <- FFN_l(x)：最大奇异值"
-    ),
     # attention
-    "index i": "下标 i",
-    "input scale c": "输入尺度 c",
-    "Jacobian spectral norm of self-attention along X -> c X": "自注意力沿 X -> c X 的雅可比谱范数",
-    "c^2 reference": "c^2 参考线",
     "dot-product": "点积",
     "dot-product on LayerNorm(X)": "作用于 LayerNorm(X) 的点积",
     "L2 (tied W_K = W_Q)": "L2（绑定 W_K = W_Q）",
-    "Variance of attention logits q.k * scale, q, k ~ N(0, I)": (
-        "注意力 logits q.k * scale 的方差，q, k ~ N(0, I)"
-    ),
-    "unscaled (measured)": "未缩放（实测）",
-    "/sqrt(d_k) (measured)": "/sqrt(d_k)（实测）",
-    "/d_k (measured)": "/d_k（实测）",
-    "d_k (theory)": "d_k（理论）",
-    "1 (theory)": "1（理论）",
-    "1/d_k (theory)": "1/d_k（理论）",
-    "logit scale t (logits = t q.k)": "logit 尺度 t（logits = t q.k）",
     "value": "数值",
-    "max weight": "最大权重",
-    "||softmax Jacobian||_2": "||softmax 雅可比||_2",
     "unscaled": "未缩放",
     # icl
-    "L stacked GD layers: distance to OLS": "L 个堆叠的 GD 层：到 OLS 解的距离",
-    "layers L": "层数 L",
-    "measured (constructed LSA)": "实测（构造的 LSA）",
-    "bound |I - eta H|^L |w*|": "界 |I - eta H|^L |w*|",
-    "Newton-Schulz: residual |I - M A_t|": "Newton-Schulz：残差 |I - M A_t|",
-    "iteration t": "迭代 t",
     "residual": "残差",
     "measured": "实测",
-    "Ridge risk vs lambda under the Gaussian prior": "高斯先验下岭回归风险随 lambda 的变化",
     "risk": "风险",
-    "ridge risk (measured)": "岭回归风险（实测）",
     "Bayes risk": "贝叶斯风险",
-    "context examples K": "上下文示例数 K",
-    "mean posterior mass": "平均后验质量",
     "prior 1/M": "先验 1/M",
     # expressivity
     "Approximation error vs number of units (log-log); slope -s/d": (
         "逼近误差随单元数的变化（双对数）；斜率 -s/d"
     ),
-    "units / parameters N": "单元数 / 参数数 N",
-    "sup error": "上确界误差",
     "d=1,s=1.5 (|x|^1.5, ReLU net)": "d=1,s=1.5（|x|^1.5，ReLU 网络）",
     "d=1,s=2 (sin 3x, ReLU net)": "d=1,s=2（sin 3x，ReLU 网络）",
     "d=2,s=2 (sin 2x cos 3y, bilinear grid)": "d=2,s=2（sin 2x cos 3y，双线性网格）",
     # kernel
-    "Attention entropy vs inverse temperature beta (bandwidth h = 1/sqrt(beta))": (
-        "注意力熵随逆温度 beta 的变化（带宽 h = 1/sqrt(beta)）"
-    ),
-    "mean row entropy (nats)": "平均行熵（nats）",
-    "measured (reference attention)": "实测（参考注意力）",
     "log n: uniform (mean of V)": "log n：均匀（V 的均值）",
     "0: arg-max (nearest)": "0：arg-max（最近邻）",
-    "Positive random features: relative RMS error of the softmax kernel vs m": (
-        "正随机特征：softmax 核的相对 RMS 误差随 m 的变化"
-    ),
-    "number of random features m": "随机特征数 m",
-    "relative RMS error": "相对 RMS 误差",
     # longcontext, memory, spectrum
-    "A_ii (mean diagonal attention weight)": "A_ii（对角注意力权重的均值）",
     "N / d (pairs per dimension)": "N / d（每维的键值对数）",
     "cosine / nearest-value accuracy": "余弦 / 最近 value 准确率",
     "cosine(W k_i, v_i), measured": "cosine(W k_i, v_i)，实测",
     "nearest-value accuracy, measured": "最近 value 准确率，实测",
     "Gaussian-crosstalk estimate": "高斯串扰估计",
     "N = d: crosstalk = signal": "N = d：串扰 = 信号",
-    "eigenvalue variance of W_QK (measured by the monitor)": "W_QK 的特征值方差（由监测器测得）",
-    "mean attention entropy (nats)": "平均注意力熵（nats）",
     "log n (uniform)": "log n（均匀）",
     # position
     "RoFormer relative upper bound": "RoFormer 相对上界",
-    "relative distance s": "相对距离 s",
-    "pair index i (0 = highest frequency)": "频率对下标 i（0 = 最高频）",
-    "fraction of test positions unseen": "测试位置中未见过的比例",
-    "unseen phase fraction": "未见相位的比例",
     "first pair with wavelength > L": "第一个波长 > L 的频率对",
     # computation
-    "Output change from flipping one symbol vs sequence length": "翻转一个符号引起的输出变化随序列"
-                                                                 "长度的变化",
-    "n (symbols)": "n（符号数）",
-    "mean |Delta output|": "平均 |Delta output|",
-    "attention (softmax)": "注意力（softmax）",
-    "Hahn bound 4 V e^{2B} ||W_O|| / N": "Hahn 界 4 V e^{2B} ||W_O|| / N",
-    "PARITY (sensitivity)": "PARITY（敏感度）",
-    "PARITY construction: decision margin vs n": "PARITY 构造：判决间隔随 n 的变化",
-    "min |y| over inputs": "所有输入上的最小 |y|",
-    "measured margin": "实测间隔",
     # full-tier figures (read from the checks' source)
-    "sequence length n": "序列长度 n",
-    "multiply-adds + elements touched": "乘加次数 + 访问的元素数",
-    "full (reference backend)": "完整（参考后端）",
-    "linear (linear backend)": "线性（线性后端）",
-    "n^2 reference": "n^2 参考线",
-    "thread CPU seconds (minimum over repeats)": "线程 CPU 秒数（多次重复取最小）",
-    "Task diversity: distance of the model to dMMSE and to ridge (fresh tasks)": (
-        "任务多样性：模型到 dMMSE 和到岭回归的距离（新任务）"
-    ),
-    "number of pretraining tasks M": "预训练任务数 M",
-    "mean squared distance": "均方距离",
-    "to dMMSE": "到 dMMSE",
-    "to ridge": "到岭回归",
-    "Induction-head phase change (first seed)": "归纳头的相变（第一个种子）",
-    "training step": "训练步数",
-    "score / loss": "分数 / 损失",
-    "previous-token score (best head, layer 0)": "前移头分数（最佳头，第 0 层）",
-    "in-context loss / ln(vocab)": "上下文损失 / ln(vocab)",
-    "1-layer control induction score": "1 层对照模型的归纳分数",
     "induction 0.5": "归纳分数 0.5",
-    "Trained linear self-attention vs one GD step (first seed)": (
-        "训练后的线性自注意力与一步 GD 的比较（第一个种子）"
-    ),
-    "cosine of d y_hat / d x_q": "d y_hat / d x_q 的余弦",
-    "model loss": "模型损失",
-    "GD loss (line-searched eta)": "GD 损失（线搜索 eta）",
-    "Learned preconditioner n A vs Gamma^{-1} (entries, first seed)": (
-        "学到的预条件子 n A 与 Gamma^{-1} 的比较（逐元素，第一个种子）"
-    ),
-    "Gamma^{-1} entry": "Gamma^{-1} 的元素",
-    "learned entry": "学到的元素",
-    "entries": "元素",
     "step": "步数",
-    "cross-entropy (nats)": "交叉熵（nats）",
-    "variant (index)": "变体（序号）",
-    "accuracy (chance 0.5)": "准确率（随机水平 0.5）",
     "chance": "随机水平",
     "position": "位置",
-    "copy loss (nats)": "复制损失（nats）",
     "chance ln V": "随机水平 ln V",
-    "length n": "长度 n",
-    "accuracy of the final answer": "最终答案的准确率",
     "longest training length": "最长训练长度",
-    "Decision Transformer: achieved vs target return (1-D runner)": (
-        "Decision Transformer：实际回报与目标回报（1-D 奔跑任务）"
-    ),
-    "target return": "目标回报",
-    "achieved return": "实际回报",
-    "achieved": "实际",
-    "target = achieved": "目标 = 实际",
     "data min": "数据最小值",
     "data max": "数据最大值",
     "optimum": "最优值",
-    "Tracking error vs time step (open-loop chunks)": "跟踪误差随时间步的变化（开环动作块）",
-    "time step": "时间步",
-    "mean |p - p_ref| (m)": "平均 |p - p_ref|（m）",
     "expert": "专家",
-    "Mean tracking error vs chunk size": "平均跟踪误差随动作块大小的变化",
-    "chunk size k": "动作块大小 k",
-    "mean error (m)": "平均误差（m）",
-    "open loop": "开环",
-    "replan every step": "每步重新规划",
-    "success rate": "成功率",
-    "execution mode index": "执行模式序号",
-    "high-frequency power fraction": "高频功率占比",
 }
 
 _LABEL_PATTERNS: list[tuple[str, str]] = [
@@ -235,59 +103,6 @@ _NOTES: dict[str, str] = {
         "C^0.457；每参数 token 数从 23（1e19）增长到 62（1e24），所以 '20' 只在小算力一端成立"
         "（Epoch 的复现，Besiroglu et al. 2024，全程给出 ~20）。"
     ),
-    "004's MultiHeadAttention is forward(query, key, value, mask=None); its DecoderLayer calls "
-    "self_attn(norm1(x), tgt_mask) (the mask lands in `key`, `value` is missing) and "
-    "cross_attn(norm2(x), encoder_output, src_mask) (the source mask lands in `value`, no mask is "
-    "applied). The project's decoder (a Transformer with cross_attention=True) runs causal "
-    "self-attention and takes memory as key and value with memory_key_padding_mask in "
-    "cross-attention; the encoder is a causal=False Transformer whose attention_mask drops the "
-    "padded source tokens as keys.": (
-        "004 的 MultiHeadAttention 是 forward(query, key, value, mask=None)；它的 DecoderLayer 调"
-        "用 self_attn(norm1(x), tgt_mask)（掩码落进了 `key`，缺少 `value`）和 cross_attn(norm2(x), "
-        "encoder_output, src_mask)（源掩码落进了 `value`，没有应用任何掩码）。本项目的解码器"
-        "（cross_attention=True 的 Transformer）运行因果自注意力，并在交叉注意力中以 memory 为 key "
-        "和 value、配合 memory_key_padding_mask；编码器是 causal=False 的 Transformer，其 "
-        "attention_mask 把填充的源 token 从 key 中去掉。"
-    ),
-    "Issue 12: the real-source effect was one position changed by N(0, I) (0.17-0.38 over seeds "
-    "0-4, slack / spread 2.2); now each of the 5 real positions is changed by 10 N(0, I), the size "
-    "of the padded-position change, and the smallest effect is the margin (2.2-2.9). Threshold "
-    "unchanged.": (
-        "Issue 12：真实源 token 的影响原先是把一个位置改变 N(0, I)（种子 0-4 上为 0.17-0.38，余量 "
-        "/ 离散度 2.2）；现在 5 个真实位置各改变 10 N(0, I)，与填充位置的改变同样大小，最小的影响即"
-        "为间隔（2.2-2.9）。阈值不变。"
-    ),
-    "Version 2 (issue 14): 'refuted' was a literal; now 004's two calls are run with 004's "
-    "signature and the refutation is the seed margin 'calls that run = 2' failing. The falsifier "
-    "is a bug in the project's decoder (cross-attention drops memory_key_padding_mask), not a "
-    "keyword of the check.": (
-        "版本 2（issue 14）：'refuted' 原先是字面值；现在用 004 的签名运行 004 的两个调用，驳斥来自"
-        "种子间隔 '能运行的调用数 = 2' 不成立。证伪器是本项目解码器中的一个 bug（交叉注意力丢掉了 "
-        "memory_key_padding_mask），而不是检查的一个关键字。"
-    ),
-    "float64 inputs z + c (z ~ N(0, I), row means c on a grid in [-2, 2]), scales a in [0.1, 100] "
-    "and shifts b ~ N(0, 25); the project's functional layer_norm / rms_norm with their default "
-    "eps.": (
-        "float64 输入 z + c（z ~ N(0, I)，行均值 c 取 [-2, 2] 上的网格），尺度 a 取 [0.1, 100]，平"
-        "移 b ~ N(0, 25)；使用本项目 functional 中的 layer_norm / rms_norm 及其默认 eps。"
-    ),
-    "Issue 12: the row means were N(0, 1) draws; the smallest RMSNorm shift change is set by the "
-    "largest |mean| and varied 0.71-1.23 over seeds 0-4 (slack/spread 2.9 < 3). A fixed grid of "
-    "means removes that extreme-value noise; thresholds unchanged.": (
-        "Issue 12：行均值原先是 N(0, 1) 抽样；RMSNorm 的最小平移变化由最大的 |mean| 决定，在种子 "
-        "0-4 上变化于 0.71-1.23（余量/离散度 2.9 < 3）。固定的均值网格消除了这种极值噪声；阈值不"
-        "变。"
-    ),
-    "Version 2 (issue 14): Theorem 1 bounds the gradient of the LAST layer's parameters: Post-LN "
-    "O(d sqrt(ln d)) whatever L, Pre-LN O(d sqrt(ln d / L)). The former check leaned on a Post/Pre "
-    "ratio growing like sqrt(L) near the output and seeded both arms identically (its falsifier "
-    "gave ratios of exactly 1 whatever the slopes). Now each placement's own slope is measured, "
-    "with independent draws per arm.": (
-        "版本 2（issue 14）：Theorem 1 界定的是最后一层参数的梯度：Post-LN 无论 L 为多少都是 O(d "
-        "sqrt(ln d))，Pre-LN 是 O(d sqrt(ln d / L))。原先的检查依赖于输出附近 Post/Pre 比值按 "
-        "sqrt(L) 增长，并且两组用相同的种子（其证伪器无论斜率如何都给出恰为 1 的比值）。现在分别测"
-        "量每种放置方式自身的斜率，每组独立抽样。"
-    ),
     "|dLoss/dW2| of the last block's FFN output weight, mean of 3 Xavier draws per depth L in [2, "
     "4, 8, 16], project blocks (d = 64, 4 heads, causal, a final LayerNorm for Pre-LN), "
     "cross-entropy through a linear head on random vectors; 3 seeds, the pass condition on the "
@@ -295,11 +110,6 @@ _NOTES: dict[str, str] = {
         "最后一个块 FFN 输出权重的 |dLoss/dW2|，每个深度 L（取 [2, 4, 8, 16]）取 3 次 Xavier 抽样的"
         "均值，本项目的块（d = 64，4 个头，因果，Pre-LN 带最终 LayerNorm），在随机向量上经线性头计"
         "算交叉熵；3 个种子，通过条件取最差者。"
-    ),
-    "First sweep (5 seeds, 2 draws): Pre-LN -0.35..-0.44, Post-LN 0.05..0.16 (Post-LN grows "
-    "slightly: the theorem is a bound independent of L, not an equality).": (
-        "第一次扫描（5 个种子，2 次抽样）：Pre-LN -0.35..-0.44，Post-LN 0.05..0.16（Post-LN 略有增"
-        "长：该定理是与 L 无关的上界，而不是等式）。"
     ),
     "Version 2 (issue 14): the former bound used the branch Jacobians at x0 only (the chain rule "
     "takes each at its own layer's input) and e^-K as the lower bound, which is not implied; (1 - "
@@ -320,21 +130,6 @@ _NOTES: dict[str, str] = {
         "数值：W_Q = W_K 时的相对不对称度 ||A - A^T||_F / ||A||_F，取 8 个序列 x 2 个头中的最小值；"
         "仅由行归一化常数 Z_i 预测（exp(S_ij) / Z_i）。"
     ),
-    "Order: number of nonzero weights above the diagonal, max |row sum - 1|, max change of outputs "
-    "at positions <= t when the tokens after t are redrawn (t = 1, n/2, n-2).": (
-        "顺序：对角线以上非零权重的个数，max |row sum - 1|，重新抽取 t 之后的 token 时位置 <= t 处"
-        "输出的最大变化（t = 1, n/2, n-2）。"
-    ),
-    "Not checkable by FLOP counting: the softmax row (elementwise, O(n^2) exp and sums). Space: "
-    "the "
-    "reference backend materialises B H n^2 weights (checked by numel).": (
-        "无法通过 FLOP 计数检查的：softmax 行（逐元素，O(n^2) 次 exp 和求和）。空间：参考后端实际生"
-        "成 B H n^2 个权重（通过 numel 检查）。"
-    ),
-    "Order: largest weight and largest output in fully masked rows (padding mask, boolean mask, "
-    "both), non-finite outputs.": (
-        "顺序：完全被掩码的行中的最大权重和最大输出（填充掩码、布尔掩码、两者兼有），非有限输出。"
-    ),
     "Exact values: weights (0.40111, 0.19778, 0.40111), output (6.0167, 3.9833). The seed's 6.01 "
     "comes from its rounded weights (0.401 * 15 = 6.015); the exact first coordinate 6.0167 would "
     "round to 6.02. A rounding detail, not an error of the method.": (
@@ -342,24 +137,12 @@ _NOTES: dict[str, str] = {
         "的权重（0.401 * 15 = 6.015）；精确的第一个坐标 6.0167 应舍入为 6.02。这是舍入细节，而非方"
         "法错误。"
     ),
-    "Order: max relative difference between block-by-block decoding and one causal forward (worst "
-    "backend); weights on future keys; zero weights on allowed keys.": (
-        "顺序：逐块解码与一次因果前向之间的最大相对差（最差的后端）；未来 key 上的权重；允许的 key "
-        "上的零权重。"
-    ),
     "Seed (004 table): W_Q,W_K,W_V = 98,304, W_O = 262,144, total 360,448 (~360K). Measured: "
     "W_Q,W_K,W_V = 786,432 weights (787,968 with biases), total 1,048,576 weights, 1,050,624 "
     "parameters = 4*512^2 + 4*512.": (
         "种子（004 的表格）：W_Q,W_K,W_V = 98,304，W_O = 262,144，总计 360,448（~360K）。实测："
         "W_Q,W_K,W_V = 786,432 个权重（含偏置 787,968），共 1,048,576 个权重，1,050,624 个参数 = "
         "4*512^2 + 4*512。"
-    ),
-    "Correct statement: h heads of d x d_k projections make one d x d matrix per role, so MHA has "
-    "4 d^2 (+ 4 d biases) parameters, the same as one d x d_k = d x d head, independent of h. The "
-    "seed's row forgets the factor h.": (
-        "正确的陈述：h 个 d x d_k 投影头对每种角色合起来就是一个 d x d 矩阵，所以 MHA 有 4 d^2（+ "
-        "4 d 个偏置）个参数，与一个 d x d_k = d x d 的单头相同，与 h 无关。种子的那一行漏掉了因子 "
-        "h。"
     ),
     "torch.nn.MultiheadAttention(512, 8) has 1,050,624; GQA with H_kv = 2 has 656,640 (predicted "
     "656,640).": "torch.nn.MultiheadAttention(512, 8) 有 1,050,624 个；H_kv = 2 的 GQA 有 656,640 "
@@ -370,23 +153,11 @@ _NOTES: dict[str, str] = {
         "数值：||J||_2 关于 c 的增长指数（在 c >= 50 上拟合），分别对点积、L2 注意力（绑定 key）和"
         "作用于 LayerNorm 后输入的点积。"
     ),
-    "The growth needs a suitable path: at generic inputs dot-product attention saturates and its "
-    "Jacobian stays bounded; Lipschitz constants are suprema, and Kim et al.'s path (a token with "
-    "x W_Q = 0, whose softmax row stays uniform) reaches infinity.": (
-        "增长需要合适的路径：在一般输入上点积注意力会饱和，其雅可比保持有界；Lipschitz 常数是上确"
-        "界，而 Kim et al. 的路径（一个 x W_Q = 0 的 token，其 softmax 行保持均匀）趋于无穷。"
-    ),
-    "LayerNorm is functional.norms.layer_norm without affine parameters (eps = 1e-5).": (
-        "LayerNorm 是不带仿射参数的 functional.norms.layer_norm（eps = 1e-5）。"
-    ),
     "Order: max |row sum - 1| and min weight over the full and causal arms; outputs certified "
     "outside conv(V) (separating hyperplane) for the residual, W_O and FFN.": (
         "顺序：完整和因果两组上的 max |row sum - 1| 与最小权重；对残差、W_O 和 FFN，以分离超平面证"
         "明其输出在 conv(V) 之外。"
     ),
-    "The FFN is the project's GELU MLP (d -> 4d -> d); the residual and W_O come from the same "
-    "MultiHeadAttention.": "FFN 是本项目的 GELU MLP（d -> 4d -> d）；残差和 W_O 来自同一个 "
-    "MultiHeadAttention。",
 }
 
 _NOTE_PATTERNS: list[tuple[str, str]] = [
@@ -432,24 +203,6 @@ _NOTE_PATTERNS: list[tuple[str, str]] = [
 
 # --- notes: computation, expressivity ----------------------------------------------------------
 _NOTES.update({
-    "Measured: the seed's 'PARITY is not in TC^0' (000:837) against the depth-2 threshold circuit "
-    "evaluated exhaustively (theory.threshold_circuits); the refuted verdict follows from the seed "
-    "margin (the circuit makes no error).": (
-        "实测：种子的 'PARITY 不在 TC^0 中'（000:837）对照穷举求值的深度 2 阈值电路"
-        "（theory.threshold_circuits）；驳斥的判定来自种子间隔（该电路没有任何错误）。"
-    ),
-    "Citation audit, not a computation, for the first two items (004's TC^0[log n] and its size "
-    "formula): compared with the paper as recorded in FACTS.md ('Computation'); they are not part "
-    "of the verdict.": (
-        "前两项（004 的 TC^0[log n] 及其规模公式）是引用审查，而非计算：与 FACTS.md"
-        "（'Computation'）中记录的论文对照；它们不参与判定。"
-    ),
-    "version 2 (issue 14): the refuted verdict was a literal (refutes_seed=True); falsifier = "
-    "planted bug computation.threshold-constant-signs (the output gate computes OR) instead of a "
-    "keyword variant.": (
-        "版本 2（issue 14）：驳斥的判定原先是字面值（refutes_seed=True）；证伪器 = 植入的 bug "
-        "computation.threshold-constant-signs（输出门计算 OR），而不是关键字变体。"
-    ),
     "complexity class of RoPE transformers: seed says 004 ch. 10, Theorem 2.3: 'TC^0[log n], "
     "equivalent to log-depth threshold circuits'; source says Chen et al. 2025: DLOGTIME-uniform "
     "TC^0 (constant depth, poly(n) size); log-depth threshold circuits would be TC^1, not a TC^0 "
@@ -492,28 +245,6 @@ _NOTES.update({
     "gain is n + 1 as well.": (
         "所需增益 = 1 / 间隔：把间隔映射到固定置信度 1 的放大倍数（即 Chiang & Cholak 的层归一化所"
         "提供的）；它等于 n + 1，FFN 的输入增益也是 n + 1。"
-    ),
-    "Perez, Barcelo & Marinkovic, 'Attention is Turing Complete', JMLR 22 (2021): Turing "
-    "completeness with arbitrary-precision rationals and hard attention.": (
-        "Perez, Barcelo & Marinkovic，'Attention is Turing Complete'，JMLR 22 (2021)：在任意精度有"
-        "理数和硬注意力下的图灵完备性。"
-    ),
-    "Merrill & Sabharwal, 'A Logic for Expressing Log-Precision Transformers' / 'The Parallelism "
-    "Tradeoff', TACL 2023: log-precision transformers are in uniform TC^0.": (
-        "Merrill & Sabharwal，'A Logic for Expressing Log-Precision Transformers' / 'The "
-        "Parallelism Tradeoff'，TACL 2023：对数精度 Transformer 属于一致 TC^0。"
-    ),
-    "Chen, Li, Liang, Long, Shi, Song, Zhang, 'Circuit Complexity Bounds for RoPE-based "
-    "Transformer Architecture', EMNLP 2025 (arXiv 2411.07602): DLOGTIME-uniform TC^0, so no "
-    "arithmetic / Boolean formula evaluation unless TC^0 = NC^1.": (
-        "Chen, Li, Liang, Long, Shi, Song, Zhang，'Circuit Complexity Bounds for RoPE-based "
-        "Transformer Architecture'，EMNLP 2025（arXiv 2411.07602）：DLOGTIME 一致 TC^0，因此除非 "
-        "TC^0 = NC^1，否则不能对算术 / 布尔公式求值。"
-    ),
-    "The third seed's 'TC^0[log n]' and its size formula are audited (refuted) in "
-    "computation.circuit-class-audit, together with the main seed's 'PARITY is not in TC^0'.": (
-        "第三份种子的 'TC^0[log n]' 及其规模公式在 computation.circuit-class-audit 中审查（被驳"
-        "斥），主种子的 'PARITY 不在 TC^0 中' 也在那里一并审查。"
     ),
     "The exercise's numbers are the calculator's (theory/approximation.py) evaluated at the "
     "exercise's inputs and compared with the recorded answers 1e5 and 1e2.": (
@@ -716,38 +447,16 @@ _NOTE_PATTERNS += [
 
 # --- labels and notes of the claims added or revised in issue 18 -------------------------------
 _LABELS.update({
-    "LayerNorm Jacobian spectral norm vs input scale": "LayerNorm 雅可比谱范数随输入尺度的变化",
     "dot-product, spectrally normalised W": "点积，谱归一化的 W",
     "L2, untied W_K != W_Q": "L2，不绑定 W_K != W_Q",
-    "cross-entropy (bits)": "交叉熵（比特）",
     "1 bit (chance confidence)": "1 比特（随机水平的置信度）",
-    "raw output y (Hahn: -> 1 bit)": "原始输出 y（Hahn：-> 1 比特）",
-    "Stacked GD layers: relative distance to OLS by condition number": (
-        "堆叠的 GD 层：按条件数划分的到 OLS 解的相对距离"
-    ),
-    "Worst-case compounding cost vs chunk size (eps per decision)": (
-        "最坏情况下的复合代价随动作块大小的变化（每次决策的 eps）"
-    ),
-    "expected off-track steps": "偏离轨迹步数的期望",
     "T (largest cost)": "T（最大代价）",
-    "measured (executor)": "实测（执行器）",
-    "(T/k)^2 eps (substitution)": "(T/k)^2 eps（代入）",
-    "mean A_ii": "A_ii 的均值",
-    "random W_Q W_K^T": "随机 W_Q W_K^T",
 })
 
 _LABEL_PATTERNS += [
 ]
 
 _NOTES.update({
-    "Values: growth exponents of ||J||_2 in c (fit over c >= 50) for the dot product, L2 attention "
-    "(tied keys), the dot product on LayerNorm-ed inputs, the dot product with spectrally "
-    "normalised projections, L2 attention with untied keys; then the deep linear network's "
-    "product of layer norms over its exact Lipschitz constant.": (
-        "数值：||J||_2 关于 c 的增长指数（在 c >= 50 上拟合），分别对点积、L2 注意力（绑定 key）、"
-        "作用于 LayerNorm 后输入的点积、投影经谱归一化的点积、不绑定 key 的 L2 注意力；然后是深度线"
-        "性网络各层范数之积与其精确 Lipschitz 常数之比。"
-    ),
     "Order: max |row sum - 1| and min weight over the full and causal arms; outputs certified "
     "outside conv(V) (separating hyperplane) for the residual and the FFN; single-head W_O o "
     "against conv(W_O v_j); two heads against conv(concat(v_j) W_O).": (
@@ -761,42 +470,10 @@ _NOTES.update({
         "a_j W_O v_j），所以实测：没有任何单头输出离开 conv(W_O v_j)。离开凸包的是权重各不相同的多"
         "个头。"
     ),
-    "preconditioned layer: W_Q's feature block set to H^{-1} (prompt-specific), eta = 1": (
-        "预条件层：W_Q 的特征块设为 H^{-1}（随提示而定），eta = 1"
-    ),
     "the registry's construction (icl.one-step-gd) silently used the label as the value; this "
     "claim reports the seed's version (SEED_AUDIT 000:929)": (
         "注册表中的构造（icl.one-step-gd）默默地把标签当作 value 使用；本声明报告的是种子的版本"
         "（SEED_AUDIT 000:929）"
-    ),
-    "Tied: exp(x W_Q W_Q^T x' / sqrt(d_k)) = sum_m (x M x')^m / m! with M PSD, a sum of PSD "
-    "kernels (Schur products), so PSD; untied: kappa(x, x') != kappa(x', x).": (
-        "绑定时：exp(x W_Q W_Q^T x' / sqrt(d_k)) = sum_m (x M x')^m / m!，M 半正定，是半正定核之和"
-        "（Schur 积），因此半正定；不绑定时：kappa(x, x') != kappa(x', x)。"
-    ),
-    "Per executed step the chunk process is the unchunked one in distribution: the same "
-    "first-error time, so the same cost, whatever k.": (
-        "按执行的每一步看，动作块过程与不分块的过程同分布：首次出错的时间相同，因此无论 k 为多少代"
-        "价都相同。"
-    ),
-    "The DT's loss is unweighted maximum likelihood (Chen et al. 2021); a weight that depends on "
-    "the conditioning return only rescales each conditional's cross-entropy and cannot move its "
-    "optimum. What makes a return-conditioned policy act like RWR is the choice of R-hat at "
-    "inference.": (
-        "DT 的损失是不加权的最大似然（Chen et al. 2021）；只依赖于条件回报的权重只会重新缩放每个条"
-        "件分布的交叉熵，无法移动其最优点。让以回报为条件的策略表现得像 RWR 的，是推理时对 R-hat 的"
-        "选择。"
-    ),
-    "pi_RWR(a | s) = sum_R D(s, a, R) exp(R/tau) / Z(s) = sum_R D(a | s, R) q(R | s) with "
-    "q(R | s) = D(R | s) exp(R/tau) / Z(s).": (
-        "pi_RWR(a | s) = sum_R D(s, a, R) exp(R/tau) / Z(s) = sum_R D(a | s, R) q(R | s)，其中 q(R "
-        "| s) = D(R | s) exp(R/tau) / Z(s)。"
-    ),
-    "Not checked: 'A^{rank-1}, the projection of A on the principal eigenspace of W_QK' (004:924) "
-    "mixes an n x n matrix with a d x d eigenspace and is not defined as written; Theorem 3's "
-    "kernel uses an undefined 'characteristic function' Phi(x').": (
-        "未检查：'A^{rank-1}，即 A 在 W_QK 主特征空间上的投影'（004:924）把 n x n 矩阵与 d x d 特征"
-        "空间混在一起，按其写法没有定义；Theorem 3 的核使用了一个未定义的 '特征函数' Phi(x')。"
     ),
 })
 
@@ -862,16 +539,11 @@ _NOTE_PATTERNS += [
 
 # --- labels and notes of the full-tier claims (from `tmath verify --tier full --size tiny`) ----
 _LABELS.update({
-    "number of heads H (head size d/H)": "头数 H（头大小 d/H）",
-    "relative squared error": "相对平方误差",
-    "n reference": "n 参考线",
     "ACT (CVAE, z sampled per episode)": "ACT（CVAE，每个 episode 采样一次 z）",
     "Q-learning": "Q 学习",
 })
 
 _LABEL_PATTERNS += [
-    _pat("teacher: one relation ({} head, d_k = {})", "教师：一种关系（{1} 个头，d_k = {2}）"),
-    _pat("teacher: four relations ({} heads, d_k = {})", "教师：四种关系（{1} 个头，d_k = {2}）"),
 ]
 
 _NOTES.update({
@@ -976,33 +648,6 @@ _NOTES.update({
     ),
     "no fine-tuning after scaling (PI is known to need fine-tuning)": (
         "缩放后不做微调（已知 PI 需要微调）"
-    ),
-    "ACT-style oldest-first ensembling weighs the oldest (least informed) prediction most, which "
-    "delays feedback; see success_<mode>_kmax for act_ensemble vs newest_ensemble and replan: "
-    "reactivity is measured, not assumed.": (
-        "ACT 式的最旧优先集成给最旧（信息最少）的预测最大权重，这会延迟反馈；act_ensemble 与 "
-        "newest_ensemble 及 replan 的比较见 success_<mode>_kmax：反应能力是测量出来的，而不是假定"
-        "的。"
-    ),
-    "Verdict 'refuted' means: tracking inside the data and saturation above it hold on every "
-    "seed, but the seed's 'locked at the data's best return' fails on every seed.": (
-        "判定 'refuted' 的含义：在数据范围内跟随、高于范围时饱和在每个种子上都成立，但种子的 '锁定"
-        "在数据中的最佳回报' 在每个种子上都不成立。"
-    ),
-    "Return 4 is never observed from A in the data, so the DT's request is out of distribution "
-    "(000 §8.3.8 可达性).": (
-        "数据中从未从 A 出发观测到回报 4，因此 DT 的请求是分布外的（000 §8.3.8 可达性）。"
-    ),
-    "Issue 14: the falsifier is a DT whose causal mask is off (robotics.dt-noncausal); the old "
-    "one (complete A->B->C episodes added to the data) changed the data.": (
-        "Issue 14：证伪器是关闭了因果掩码的 DT（robotics.dt-noncausal）；旧的证伪器（向数据中加入完"
-        "整的 A->B->C episode）改变的是数据。"
-    ),
-    "ACT with z = 0 is shown for reference (not part of the verdict): L1 chunks alone already "
-    "avoid the obstacle at tiny, the latent's role is measured by the side switches between two "
-    "z draws.": (
-        "z = 0 的 ACT 仅作参考展示（不参与判定）：在 tiny 规模下仅 L1 动作块就已能避开障碍，隐变量"
-        "的作用通过两次抽取 z 之间的换边次数来测量。"
     ),
 })
 
@@ -1116,47 +761,12 @@ _NOTE_PATTERNS += [
 
 # --- labels and notes of the claims added late in issue 18 -------------------------------------
 _LABELS.update({
-    "Kaplan's joint law vs the best product form c N^-a D^-b": (
-        "Kaplan 的联合定律与最佳乘积形式 c N^-a D^-b 的比较"
-    ),
-    "tokens D": "token 数 D",
-    "loss (nats/token)": "损失（nats/token）",
-    "Units needed for the depth-k sawtooth: deep (width 2) vs one hidden layer": (
-        "深度 k 锯齿函数所需的单元数：深网络（宽度 2）与单隐藏层的比较"
-    ),
-    "k (depth of the deep network)": "k（深网络的深度）",
-    "ReLU units": "ReLU 单元数",
-    "deep: 2k": "深网络：2k",
-    "shallow: pieces - 1 = 2^k - 1": "浅网络：分段数 - 1 = 2^k - 1",
-    "One-layer ICL risk vs number of demos": "单层 ICL 风险随示例数的变化",
-    "demos k": "示例数 k",
-    "Exact retrieval: weight on the right key against the inverse temperature": (
-        "精确检索：正确 key 上的权重随逆温度的变化"
-    ),
-    "mean weight on the right key": "正确 key 上的平均权重",
-    "softmax attention": "softmax 注意力",
-    "linear attention (elu + 1)": "线性注意力（elu + 1）",
 })
 
 _LABEL_PATTERNS += [
 ]
 
 _NOTES.update({
-    "TC^0 membership of sorting does not mean a trained Transformer sorts; it means the TC^0 "
-    "upper bound (Merrill & Sabharwal) gives no reason why it could not.": (
-        "排序属于 TC^0 并不意味着训练后的 Transformer 会排序；它意味着 TC^0 上界（Merrill & "
-        "Sabharwal）没有给出它不能排序的理由。"
-    ),
-    "Falsifier: the biases placed on the points instead of between them (zero diagonal, "
-    "non-finite output weights).": (
-        "证伪器：把偏置放在点上而不是点之间（对角线为零，输出权重非有限）。"
-    ),
-    "The seed's step 3 (000:741) is right that a two-layer ReLU FFN maps finitely many distinct "
-    "codes to any outputs; it is an exact interpolation (memorisation) result with N units, not "
-    "only the approximation of the Cybenko/Leshno theorems.": (
-        "种子的第 3 步（000:741）说得对：两层 ReLU FFN 能把有限个互不相同的编码映射到任意输出；这是"
-        "用 N 个单元的精确插值（记忆）结果，而不仅仅是 Cybenko/Leshno 定理的逼近。"
-    ),
     "not refuted: O(log(1/eps)) layers at FIXED kappa (000:973's big-O for a strongly convex loss) "
     "- the ratio layers(1e-6) / layers(1e-3) ~ 2 is a pass condition; the seed's "
     "'depth = log(1/eps)' drops the factor kappa": (

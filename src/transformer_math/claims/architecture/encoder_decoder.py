@@ -210,23 +210,24 @@ def check_encoder_decoder(ctx: Context) -> Evidence:
         "change has the same size)",
         verdict=decide(margins, seed_margins),
         notes=[
-            "004's MultiHeadAttention is forward(query, key, value, mask=None); its DecoderLayer "
-            "calls self_attn(norm1(x), tgt_mask) (the mask lands in `key`, `value` is missing) and "
-            "cross_attn(norm2(x), encoder_output, src_mask) (the source mask lands in `value`, no "
-            "mask is applied). The project's decoder (a Transformer with cross_attention=True) "
-            "runs causal self-attention and takes memory as key and value with "
-            "memory_key_padding_mask in cross-attention; the encoder is a causal=False "
-            "Transformer whose attention_mask drops the padded source tokens as keys.",
+            msg("004's MultiHeadAttention is forward(query, key, value, mask=None); its "
+                "DecoderLayer calls self_attn(norm1(x), tgt_mask) (the mask lands in `key`, "
+                "`value` is missing) and cross_attn(norm2(x), encoder_output, src_mask) (the "
+                "source mask lands in `value`, no mask is applied). The project's decoder (a "
+                "Transformer with cross_attention=True) runs causal self-attention and takes "
+                "memory as key and value with memory_key_padding_mask in cross-attention; the "
+                "encoder is a causal=False Transformer whose attention_mask drops the padded "
+                "source tokens as keys."),
             msg("shapes: memory {memory_shape}, decoder output {output_shape}",
                 memory_shape=e.memory_shape, output_shape=e.output_shape),
-            "Issue 12: the real-source effect was one position changed by N(0, I) (0.17-0.38 over "
-            "seeds 0-4, slack / spread 2.2); now each of the 5 real positions is changed by "
-            "10 N(0, I), the size of the padded-position change, and the smallest effect is "
-            "the margin (2.2-2.9). Threshold unchanged.",
-            "Version 2 (issue 14): 'refuted' was a literal; now 004's two calls are run with "
-            "004's signature and the refutation is the seed margin 'calls that run = 2' "
-            "failing. The falsifier is a bug in the project's decoder (cross-attention drops "
-            "memory_key_padding_mask), not a keyword of the check.",
+            msg("Issue 12: the real-source effect was one position changed by N(0, I) (0.17-0.38 "
+                "over seeds 0-4, slack / spread 2.2); now each of the 5 real positions is changed "
+                "by 10 N(0, I), the size of the padded-position change, and the smallest effect is "
+                "the margin (2.2-2.9). Threshold unchanged."),
+            msg("Version 2 (issue 14): 'refuted' was a literal; now 004's two calls are run with "
+                "004's signature and the refutation is the seed margin 'calls that run = 2' "
+                "failing. The falsifier is a bug in the project's decoder (cross-attention drops "
+                "memory_key_padding_mask), not a keyword of the check."),
             "Version 3 (issue 18): EncoderLayer's self-attention call (004:340) has the same "
             "wrong signature and is run too; the seed margin counts 3 calls.",
         ],

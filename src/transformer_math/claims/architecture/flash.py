@@ -43,10 +43,10 @@ def _io_figure(n: int, d: int, srams: list[int], measured: list[int], standard: 
     xs = [float(m) for m in srams]
     return Figure(
         msg("HBM accesses vs on-chip memory M (N = {n}, d = {d})", n=n, d=d),
-        "M (elements)",
-        "elements moved",
+        msg("M (elements)"),
+        msg("elements moved"),
         [
-            Series("tiled (counted)", xs, [float(x) for x in measured], style="o-"),
+            Series(msg("tiled (counted)"), xs, [float(x) for x in measured], style="o-"),
             Series("10 N^2 d^2 / M", xs, [10 * flash_rate(n, d, m) for m in srams], style="--"),
         ],
         logx=True,

@@ -127,8 +127,8 @@ def check_kaplan_joint_law(ctx: Context) -> Evidence:
                 c=c, alpha=alpha, beta=beta, fit_err=fit_err),
         ],
         figures=[Figure(
-            title="Kaplan's joint law vs the best product form c N^-a D^-b",
-            xlabel="tokens D", ylabel="loss (nats/token)", logx=True, logy=True,
+            title=msg("Kaplan's joint law vs the best product form c N^-a D^-b"),
+            xlabel=msg("tokens D"), ylabel=msg("loss (nats/token)"), logx=True, logy=True,
             series=[s for n in (1e6, 1e8, 1e10) for s in (
                 Series(msg("joint law, N = {n:.0e}", n=n), GRID_D, [law.loss(n, d) for d in GRID_D],
                        style="o-"),

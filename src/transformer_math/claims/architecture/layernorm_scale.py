@@ -157,7 +157,7 @@ def check_layernorm_eps_jacobian(ctx: Context) -> Evidence:
             "anisotropic gamma the norms differ, as the seed itself says ('再被 γ 各向异性缩放').",
         ],
         figures=[Figure(
-            title="LayerNorm Jacobian spectral norm vs input scale", xlabel="sigma",
+            title=msg("LayerNorm Jacobian spectral norm vs input scale"), xlabel="sigma",
             ylabel="|J|_2", logx=True, logy=True,
             series=[Series(msg("measured, eps = 0"), SIGMAS, jac[0.0], style="o-"),
                     Series(msg("measured, eps = 1e-5"), SIGMAS, jac[EPS], style="s-"),

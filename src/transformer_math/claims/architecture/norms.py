@@ -23,6 +23,7 @@ from transformer_math.claims.registry import (
 )
 from transformer_math.claims.seeds import PerSeed, over_seeds
 from transformer_math.functional.norms import layer_norm, rms_norm
+from transformer_math.i18n.message import msg
 from transformer_math.nn.config import TransformerConfig
 from transformer_math.nn.init import seeded
 from transformer_math.nn.transformer import Transformer
@@ -31,8 +32,8 @@ from transformer_math.nn.transformer import Transformer
 def _geometry_figure(y_ln: Tensor, y_rms: Tensor, root: float) -> Figure:
     """Scatter of output mean against |y| / sqrt(d) for both norms."""
     return Figure(
-        "Normalised vectors: mean vs norm / sqrt(d)",
-        "mean of output",
+        msg("Normalised vectors: mean vs norm / sqrt(d)"),
+        msg("mean of output"),
         "|y| / sqrt(d)",
         [
             Series("LayerNorm", y_ln.mean(-1).tolist(), (y_ln.norm(dim=-1) / root).tolist(),
@@ -47,11 +48,11 @@ def _depth_figure(depths: list[int], curves: dict[str, list[float]]) -> Figure:
     """Last-layer gradient norm against depth for both placements (seed 0), log-log."""
     xs = [float(L) for L in depths]
     return Figure(
-        "|dLoss / dW2| of the last layer at initialisation vs depth (Xiong et al. Thm. 1)",
-        "layers L",
+        msg("|dLoss / dW2| of the last layer at initialisation vs depth (Xiong et al. Thm. 1)"),
+        msg("layers L"),
         "|dLoss / dW2_L|_F",
-        [Series("Pre-LN (theory: L^-1/2)", xs, curves["pre"], style="o-"),
-         Series("Post-LN (theory: L^0)", xs, curves["post"], style="s-")],
+        [Series(msg("Pre-LN (theory: L^-1/2)"), xs, curves["pre"], style="o-"),
+         Series(msg("Post-LN (theory: L^0)"), xs, curves["post"], style="s-")],
         logx=True,
         logy=True,
     )
@@ -125,12 +126,13 @@ def check_layernorm_geometry(ctx: Context) -> Evidence:
         "move RMSNorm outputs by >= 0.1",
         verdict=decide(margins),
         notes=[
-            "float64 inputs z + c (z ~ N(0, I), row means c on a grid in [-2, 2]), scales a in "
-            "[0.1, 100] and shifts b ~ N(0, 25); the project's functional layer_norm / rms_norm "
-            "with their default eps.",
-            "Issue 12: the row means were N(0, 1) draws; the smallest RMSNorm shift change is set "
-            "by the largest |mean| and varied 0.71-1.23 over seeds 0-4 (slack/spread 2.9 < 3). "
-            "A fixed grid of means removes that extreme-value noise; thresholds unchanged.",
+            msg("float64 inputs z + c (z ~ N(0, I), row means c on a grid in [-2, 2]), scales a in "
+                "[0.1, 100] and shifts b ~ N(0, 25); the project's functional layer_norm / "
+                "rms_norm with their default eps."),
+            msg("Issue 12: the row means were N(0, 1) draws; the smallest RMSNorm shift change is "
+                "set by the largest |mean| and varied 0.71-1.23 over seeds 0-4 (slack/spread 2.9 < "
+                "3). A fixed grid of means removes that extreme-value noise; thresholds "
+                "unchanged."),
         ],
         figures=[_geometry_figure(y_ln[sample], y_rms[sample], root)],
         details={"d": d, "samples": count},
@@ -275,17 +277,18 @@ def check_pre_vs_post_norm(ctx: Context) -> Evidence:
         margins=margins,
         per_seed=sweep.to_json(),
         notes=[
-            "Version 2 (issue 14): Theorem 1 bounds the gradient of the LAST layer's parameters: "
-            "Post-LN O(d sqrt(ln d)) whatever L, Pre-LN O(d sqrt(ln d / L)). The former check "
-            "leaned on a Post/Pre ratio growing like sqrt(L) near the output and seeded both "
-            "arms identically (its falsifier gave ratios of exactly 1 whatever the slopes). Now "
-            "each placement's own slope is measured, with independent draws per arm.",
+            msg("Version 2 (issue 14): Theorem 1 bounds the gradient of the LAST layer's "
+                "parameters: Post-LN O(d sqrt(ln d)) whatever L, Pre-LN O(d sqrt(ln d / L)). The "
+                "former check leaned on a Post/Pre ratio growing like sqrt(L) near the output and "
+                "seeded both arms identically (its falsifier gave ratios of exactly 1 whatever the "
+                "slopes). Now each placement's own slope is measured, with independent draws per "
+                "arm."),
             f"|dLoss/dW2| of the last block's FFN output weight, mean of {GRAD_DRAWS} Xavier "
             f"draws per depth L in {GRAD_DEPTHS}, project blocks (d = {GRAD_SHAPE['dim']}, 4 "
             "heads, causal, a final LayerNorm for Pre-LN), cross-entropy through a linear head "
             f"on random vectors; {len(sweep.seeds)} seeds, the pass condition on the worst.",
-            "First sweep (5 seeds, 2 draws): Pre-LN -0.35..-0.44, Post-LN 0.05..0.16 (Post-LN "
-            "grows slightly: the theorem is a bound independent of L, not an equality).",
+            msg("First sweep (5 seeds, 2 draws): Pre-LN -0.35..-0.44, Post-LN 0.05..0.16 (Post-LN "
+                "grows slightly: the theorem is a bound independent of L, not an equality)."),
         ],
         figures=[_depth_figure(GRAD_DEPTHS, curves)],
         details={"depths": GRAD_DEPTHS, "curves_seed0": curves},

@@ -83,12 +83,13 @@ def _euler_figure(depths: list[int], errors: list[float]) -> Figure:
     """Relative error of the residual stack against depth, with a 1/L reference line."""
     xs = [float(L) for L in depths]
     return Figure(
-        "Stack of project blocks x + (T/L) FFN(LN x) vs ODE solution (forward Euler)",
-        "layers L",
-        "relative error |x_L - x(T)|",
+        msg("Stack of project blocks x + (T/L) FFN(LN x) vs ODE solution (forward Euler)"),
+        msg("layers L"),
+        msg("relative error |x_L - x(T)|"),
         [
-            Series("residual stack", xs, errors, style="o-"),
-            Series("1/L reference", xs, [errors[0] * depths[0] / L for L in depths], style="--"),
+            Series(msg("residual stack"), xs, errors, style="o-"),
+            Series(msg("1/L reference"), xs, [errors[0] * depths[0] / L for L in depths],
+                   style="--"),
         ],
         logx=True,
         logy=True,
@@ -164,12 +165,12 @@ def _jacobian_figure(depths: list[int], top: list[float], bottom: list[float],
     xs = [float(L) for L in depths]
     return Figure(
         "Input-output Jacobian of a stack of unscaled project blocks x + FFN(LN x) vs depth",
-        "depth L",
-        "singular values of d x_L / d x_0",
+        msg("depth L"),
+        msg("singular values of d x_L / d x_0"),
         [
-            Series("residual: largest singular value", xs, top, style="o-"),
+            Series(msg("residual: largest singular value"), xs, top, style="o-"),
             Series("residual: smallest singular value", xs, bottom, style="^-"),
-            Series("no residual, no norm x <- FFN_l(x): largest singular value", xs, plain,
+            Series(msg("no residual, no norm x <- FFN_l(x): largest singular value"), xs, plain,
                    style="s--"),
         ],
         logx=True,

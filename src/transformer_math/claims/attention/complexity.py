@@ -32,6 +32,7 @@ from transformer_math.claims.registry import (
 )
 from transformer_math.diagnostics import count_flops
 from transformer_math.functional import scaled_dot_product_attention
+from transformer_math.i18n.message import msg
 from transformer_math.nn import MultiHeadAttention, count_parameters
 from transformer_math.nn.init import no_init_draws
 from transformer_math.theory.attention_flops import (
@@ -141,9 +142,9 @@ def check_multihead_param_count(ctx: Context) -> Evidence:
             f"{seed_total:,} (~360K). Measured: W_Q,W_K,W_V = {qkv_weights:,} weights "
             f"({qkv_measured:,} with biases), total {measured_weights:,} weights, {measured:,} "
             "parameters = 4*512^2 + 4*512.",
-            "Correct statement: h heads of d x d_k projections make one d x d matrix per role, "
-            "so MHA has 4 d^2 (+ 4 d biases) parameters, the same as one d x d_k = d x d head, "
-            "independent of h. The seed's row forgets the factor h.",
+            msg("Correct statement: h heads of d x d_k projections make one d x d matrix per role, "
+                "so MHA has 4 d^2 (+ 4 d biases) parameters, the same as one d x d_k = d x d head, "
+                "independent of h. The seed's row forgets the factor h."),
             f"torch.nn.MultiheadAttention(512, 8) has {torch_count:,}; GQA with "
             f"H_kv = 2 has {gqa_count:,} (predicted {gqa_predicted:,}).",
         ],
@@ -325,8 +326,9 @@ def check_complexity_table(ctx: Context) -> Evidence:
             f"H = {first['heads']}: FLOPs of the four projections (8 n d^2 per sequence) and of "
             f"Q K^T plus A V (4 n^2 d). All {len(rows)} grid settings and {len(sweep)} sweep "
             "settings match exactly (the grid's last with grouped key/value heads).",
-            "Not checkable by FLOP counting: the softmax row (elementwise, O(n^2) exp and sums). "
-            "Space: the reference backend materialises B H n^2 weights (checked by numel).",
+            msg("Not checkable by FLOP counting: the softmax row (elementwise, O(n^2) exp and "
+                "sums). Space: the reference backend materialises B H n^2 weights (checked by "
+                "numel)."),
             "Projection share of the product FLOPs on the grid: "
             + ", ".join(f"n={r['n']}, d={r['d']}: {r['projection_share']:.2f}" for r in rows)
             + ": the projections dominate while n < 2 d.",

@@ -159,7 +159,7 @@ def _spectrum_figure(svals: Tensor, sv_big: Tensor, n: int, d: int, heads: int) 
     d_k = d // heads
     return Figure(
         title=msg("Singular values of the logit matrix Q K^T (n = {n}, d = {d})", n=n, d=d),
-        xlabel="index i",
+        xlabel=msg("index i"),
         ylabel="sigma_i / sigma_1",
         logy=True,
         series=[

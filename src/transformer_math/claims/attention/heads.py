@@ -87,13 +87,21 @@ def _fit(x: Tensor, y: Tensor, heads: int, head_dim: int, gen: torch.Generator,
 def _figure(sweep: list[int], errors: dict[str, list[float]]) -> Figure:
     return Figure(
         title=msg("Heads sweep at fixed d = 8: error of H heads of size d/H after training"),
-        xlabel="number of heads H (head size d/H)",
-        ylabel="relative squared error",
+        xlabel=msg("number of heads H (head size d/H)"),
+        ylabel=msg("relative squared error"),
         logx=True,
         logy=True,
-        series=[Series(f"teacher: {name}", [float(h) for h in sweep],
+        series=[Series(_TEACHER_LABELS[name], [float(h) for h in sweep],
                        [max(e, 1e-12) for e in errors[name]], style="o-") for name in errors],
     )
+
+
+_TEACHER_LABELS = {
+    "one relation (1 head, d_k = 8)": msg("teacher: one relation ({heads} head, d_k = {d_k})",
+                                          heads=1, d_k=D),
+    "four relations (4 heads, d_k = 2)": msg(
+        "teacher: four relations ({heads} heads, d_k = {d_k})", heads=4, d_k=D // 4),
+}
 
 
 @claim(

@@ -136,15 +136,15 @@ def _deep_linear(ctx: Context, depth: int = 8, width: int = 12) -> tuple[float, 
 def _growth_figure(grid: list[float], norms: dict[str, list[float]]) -> Figure:
     names = list(norms)
     return Figure(
-        title="Jacobian spectral norm of self-attention along X -> c X",
-        xlabel="input scale c",
+        title=msg("Jacobian spectral norm of self-attention along X -> c X"),
+        xlabel=msg("input scale c"),
         ylabel="||dF/dX||_2",
         logx=True,
         logy=True,
         series=[
             *(Series(name, grid, norms[name], style="o-") for name in names),
-            Series("c^2 reference", grid, [norms[names[0]][-1] * (c / grid[-1]) ** 2 for c in grid],
-                   style="--"),
+            Series(msg("c^2 reference"), grid,
+                   [norms[names[0]][-1] * (c / grid[-1]) ** 2 for c in grid], style="--"),
         ],
     )
 
@@ -281,20 +281,21 @@ def check_not_globally_lipschitz(ctx: Context) -> Evidence:
                   "(bounded); untied L2 exponent >= 1",
         verdict=decide(margins, seed_margins),
         notes=[
-            "Values: growth exponents of ||J||_2 in c (fit over c >= 50) for the dot product, "
-            "L2 attention (tied keys), the dot product on LayerNorm-ed inputs, the dot product "
-            "with spectrally normalised projections, L2 attention with untied keys; then the "
-            "deep linear network's product of layer norms over its exact Lipschitz constant.",
+            msg("Values: growth exponents of ||J||_2 in c (fit over c >= 50) for the dot product, "
+                "L2 attention (tied keys), the dot product on LayerNorm-ed inputs, the dot product "
+                "with spectrally normalised projections, L2 attention with untied keys; then the "
+                "deep linear network's product of layer norms over its exact Lipschitz constant."),
             f"||J||_2 at c = {grid[-1]:.0f}: "
             + ", ".join(f"{k} {norms[k][-1]:.3g}" for k in names) + ".",
-            "The growth needs a suitable path: at generic inputs dot-product attention saturates "
-            "and its Jacobian stays bounded; Lipschitz constants are suprema, and Kim et al.'s "
-            "path (a token with x W_Q = 0, whose softmax row stays uniform) reaches infinity.",
+            msg("The growth needs a suitable path: at generic inputs dot-product attention "
+                "saturates and its Jacobian stays bounded; Lipschitz constants are suprema, and "
+                "Kim et al.'s path (a token with x W_Q = 0, whose softmax row stays uniform) "
+                "reaches infinity."),
             msg("000:378: deep linear network (8 layers, 12 x 12): exact Lipschitz {exact:.3g}, "
                 "product of spectral norms {product:.3g}. With ||W_Q|| = ||W_K|| = ||W_V|| = "
                 "||W_O|| = 1 the attention's ||J|| reaches {sn_top:.3g}: the product bounds "
                 "nothing there.", exact=exact, product=product, sn_top=sn_top),
-            "LayerNorm is functional.norms.layer_norm without affine parameters (eps = 1e-5).",
+            msg("LayerNorm is functional.norms.layer_norm without affine parameters (eps = 1e-5)."),
         ],
         figures=[_growth_figure(grid, norms)],
         details={"scales": grid, "jacobian_norms": norms, "exponents": fits,

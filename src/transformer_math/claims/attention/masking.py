@@ -240,8 +240,8 @@ def check_row_stochastic(ctx: Context) -> Evidence:
             "map keeps convex combinations (W_O sum_j a_j v_j = sum_j a_j W_O v_j), so no "
             "single-head output leaves conv(W_O v_j); several heads with different weights "
             "leave that hull too.",
-            "The FFN is the project's GELU MLP (d -> 4d -> d); the residual and W_O come from "
-            "the same MultiHeadAttention.",
+            msg("The FFN is the project's GELU MLP (d -> 4d -> d); the residual and W_O come from "
+                "the same MultiHeadAttention."),
         ],
         details={
             "arms": measured, "exits_certified_outside": exit_counts,
@@ -416,8 +416,9 @@ def check_causal_mask(ctx: Context) -> Evidence:
         tolerance="future weights exactly 0; row sums 1e-6; prefix outputs 1e-6 (float32)",
         verdict=decide(margins),
         notes=[
-            "Order: number of nonzero weights above the diagonal, max |row sum - 1|, max change "
-            "of outputs at positions <= t when the tokens after t are redrawn (t = 1, n/2, n-2).",
+            msg("Order: number of nonzero weights above the diagonal, max |row sum - 1|, max "
+                "change of outputs at positions <= t when the tokens after t are redrawn (t = 1, "
+                "n/2, n-2)."),
         ],
         details=details,
         margins=margins,
@@ -517,8 +518,8 @@ def check_kv_cache_causal_alignment(ctx: Context) -> Evidence:
         tolerance=f"{tol:g} relative to max |output| (float64); weight counts exact",
         verdict=decide(margins),
         notes=[
-            "Order: max relative difference between block-by-block decoding and one causal "
-            "forward (worst backend); weights on future keys; zero weights on allowed keys.",
+            msg("Order: max relative difference between block-by-block decoding and one causal "
+                "forward (worst backend); weights on future keys; zero weights on allowed keys."),
             msg("Blocks {chunks} of a sequence of n = {n} tokens, d = {d}, H = {heads}. A "
                 "top-left aligned mask (query i sees keys j <= i, as torch SDPA's is_causal does "
                 "when q_len != k_len) starves every query after the prefill of its history.",
@@ -658,8 +659,8 @@ def check_fully_masked_rows(ctx: Context) -> Evidence:
         tolerance="fully masked rows exactly 0; other rows sum to 1 within 1e-6 (float32)",
         verdict=decide(margins, seed_margins),
         notes=[
-            "Order: largest weight and largest output in fully masked rows (padding mask, "
-            "boolean mask, both), non-finite outputs.",
+            msg("Order: largest weight and largest output in fully masked rows (padding mask, "
+                "boolean mask, both), non-finite outputs."),
             msg("A finite mask value leaves a fully masked row with weights 1/8 on the padding "
                 "(softmax of equal logits), so its output is the mean of the padded values."),
             f"004:162-167: the seed's masked_fill(mask == 0, -1e9) on the same scores agrees "

@@ -174,18 +174,18 @@ def _count_figure(sizes: list[int], totals: dict[str, list[int]]) -> Figure:
     return Figure(
         title=msg("Counted work of attention against sequence length (d = {D}, one batch-head)",
                   D=_D),
-        xlabel="sequence length n",
-        ylabel="multiply-adds + elements touched",
+        xlabel=msg("sequence length n"),
+        ylabel=msg("multiply-adds + elements touched"),
         logx=True,
         logy=True,
         series=[
-            Series("full (reference backend)", cx, [float(t) for t in totals["full"]],
+            Series(msg("full (reference backend)"), cx, [float(t) for t in totals["full"]],
                    kind="scatter", style="o"),
-            Series("linear (linear backend)", cx, [float(t) for t in totals["linear"]],
+            Series(msg("linear (linear backend)"), cx, [float(t) for t in totals["linear"]],
                    kind="scatter", style="s"),
-            Series("n^2 reference", cx, [totals["full"][-1] * (n / cx[-1]) ** 2 for n in cx],
+            Series(msg("n^2 reference"), cx, [totals["full"][-1] * (n / cx[-1]) ** 2 for n in cx],
                    style="--"),
-            Series("n reference", cx, [totals["linear"][-1] * n / cx[-1] for n in cx],
+            Series(msg("n reference"), cx, [totals["linear"][-1] * n / cx[-1] for n in cx],
                    style=":"),
         ],
     )
@@ -196,8 +196,8 @@ def _time_figure(timing: dict[str, Any]) -> Figure:
     return Figure(
         title=msg("Attention time against sequence length (d = {D}, one thread; information)",
                   D=_D),
-        xlabel="sequence length n",
-        ylabel="thread CPU seconds (minimum over repeats)",
+        xlabel=msg("sequence length n"),
+        ylabel=msg("thread CPU seconds (minimum over repeats)"),
         logx=True,
         logy=True,
         series=[

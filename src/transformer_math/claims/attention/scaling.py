@@ -171,18 +171,18 @@ def _variance_figure(samples: int, gen: torch.Generator) -> Figure:
             fig[key].append(float((c * raw).var()))  # Var(c q.k) = c^2 Var(q.k)
     gx = [float(d) for d in grid]
     return Figure(
-        title="Variance of attention logits q.k * scale, q, k ~ N(0, I)",
+        title=msg("Variance of attention logits q.k * scale, q, k ~ N(0, I)"),
         xlabel="d_k",
         ylabel="Var(scale * q.k)",
         logx=True,
         logy=True,
         series=[
-            Series("unscaled (measured)", gx, fig["none"], kind="scatter", style="o"),
-            Series("/sqrt(d_k) (measured)", gx, fig["sqrt_dk"], kind="scatter", style="s"),
-            Series("/d_k (measured)", gx, fig["d_k"], kind="scatter", style="^"),
-            Series("d_k (theory)", gx, gx, style="--"),
-            Series("1 (theory)", gx, [1.0] * len(gx), style="--"),
-            Series("1/d_k (theory)", gx, [1.0 / d for d in gx], style="--"),
+            Series(msg("unscaled (measured)"), gx, fig["none"], kind="scatter", style="o"),
+            Series(msg("/sqrt(d_k) (measured)"), gx, fig["sqrt_dk"], kind="scatter", style="s"),
+            Series(msg("/d_k (measured)"), gx, fig["d_k"], kind="scatter", style="^"),
+            Series(msg("d_k (theory)"), gx, gx, style="--"),
+            Series(msg("1 (theory)"), gx, [1.0] * len(gx), style="--"),
+            Series(msg("1/d_k (theory)"), gx, [1.0 / d for d in gx], style="--"),
         ],
     )
 

@@ -72,12 +72,13 @@ def _saturation_figure(curve: list[dict[str, float]], grid: list[float], d_k: in
     return Figure(
         title=msg("Softmax saturation at d_k = {d_k}, {n_keys} keys (medians over {rows} rows)",
                   d_k=d_k, n_keys=n_keys, rows=rows),
-        xlabel="logit scale t (logits = t q.k)",
-        ylabel="value",
+        xlabel=msg("logit scale t (logits = t q.k)"),
+        ylabel=msg("value"),
         logx=True,
         series=[
-            Series("max weight", grid, [c["max_weight"] for c in curve], style="o-"),
-            Series("||softmax Jacobian||_2", grid, [c["jacobian_norm"] for c in curve], style="s-"),
+            Series(msg("max weight"), grid, [c["max_weight"] for c in curve], style="o-"),
+            Series(msg("||softmax Jacobian||_2"), grid, [c["jacobian_norm"] for c in curve],
+                   style="s-"),
         ],
         vlines=[(1.0 / math.sqrt(d_k), "1/sqrt(d_k)"), (1.0, "unscaled")],
     )

@@ -20,6 +20,7 @@ from transformer_math.claims.registry import (
     decide,
 )
 from transformer_math.data.parity import parity
+from transformer_math.i18n.message import msg
 from transformer_math.theory.parity_margin import exhaustive_bits
 from transformer_math.theory.threshold_circuits import parity_threshold_circuit
 
@@ -127,16 +128,18 @@ def check_precision_claims(ctx: Context) -> Evidence:
         tolerance=None,
         verdict=Verdict.CITED,
         notes=[
-            "Perez, Barcelo & Marinkovic, 'Attention is Turing Complete', JMLR 22 (2021): "
-            "Turing completeness with arbitrary-precision rationals and hard attention.",
-            "Merrill & Sabharwal, 'A Logic for Expressing Log-Precision Transformers' / 'The "
-            "Parallelism Tradeoff', TACL 2023: log-precision transformers are in uniform TC^0.",
-            "Chen, Li, Liang, Long, Shi, Song, Zhang, 'Circuit Complexity Bounds for RoPE-based "
-            "Transformer Architecture', EMNLP 2025 (arXiv 2411.07602): DLOGTIME-uniform TC^0, "
-            "so no arithmetic / Boolean formula evaluation unless TC^0 = NC^1.",
-            "The third seed's 'TC^0[log n]' and its size formula are audited (refuted) in "
-            "computation.circuit-class-audit, together with the main seed's 'PARITY is not in "
-            "TC^0'.",
+            msg("Perez, Barcelo & Marinkovic, 'Attention is Turing Complete', JMLR 22 (2021): "
+                "Turing completeness with arbitrary-precision rationals and hard attention."),
+            msg("Merrill & Sabharwal, 'A Logic for Expressing Log-Precision Transformers' / 'The "
+                "Parallelism Tradeoff', TACL 2023: log-precision transformers are in uniform "
+                "TC^0."),
+            msg("Chen, Li, Liang, Long, Shi, Song, Zhang, 'Circuit Complexity Bounds for "
+                "RoPE-based Transformer Architecture', EMNLP 2025 (arXiv 2411.07602): "
+                "DLOGTIME-uniform TC^0, so no arithmetic / Boolean formula evaluation unless TC^0 "
+                "= NC^1."),
+            msg("The third seed's 'TC^0[log n]' and its size formula are audited (refuted) in "
+                "computation.circuit-class-audit, together with the main seed's 'PARITY is not in "
+                "TC^0'."),
         ],
     )
 
@@ -224,15 +227,15 @@ def check_circuit_class_audit(ctx: Context) -> Evidence:
         verdict=decide(margins, seed_margins),
         seed_margins=seed_margins,
         notes=[
-            "Measured: the seed's 'PARITY is not in TC^0' (000:837) against the depth-2 "
-            "threshold circuit evaluated exhaustively (theory.threshold_circuits); the refuted "
-            "verdict follows from the seed margin (the circuit makes no error).",
-            "Citation audit, not a computation, for the first two items (004's TC^0[log n] and "
-            "its size formula): compared with the paper as recorded in FACTS.md "
-            "('Computation'); they are not part of the verdict.",
-            "version 2 (issue 14): the refuted verdict was a literal (refutes_seed=True); "
-            "falsifier = planted bug computation.threshold-constant-signs (the output gate "
-            "computes OR) instead of a keyword variant.",
+            msg("Measured: the seed's 'PARITY is not in TC^0' (000:837) against the depth-2 "
+                "threshold circuit evaluated exhaustively (theory.threshold_circuits); the refuted "
+                "verdict follows from the seed margin (the circuit makes no error)."),
+            msg("Citation audit, not a computation, for the first two items (004's TC^0[log n] and "
+                "its size formula): compared with the paper as recorded in FACTS.md "
+                "('Computation'); they are not part of the verdict."),
+            msg("version 2 (issue 14): the refuted verdict was a literal (refutes_seed=True); "
+                "falsifier = planted bug computation.threshold-constant-signs (the output gate "
+                "computes OR) instead of a keyword variant."),
             *[f"{a['item']}: seed says {a['seed']}; source says {a['paper']} -> {a['status']}"
               for a in _AUDIT],
         ],

@@ -51,16 +51,16 @@ def _margin_figure(lengths: list[int], margins: list[float], predicted: list[flo
     xs = [float(n) for n in lengths]
     return [
         Figure(
-            title="PARITY construction: decision margin vs n",
-            xlabel="n", ylabel="min |y| over inputs", logx=True, logy=True,
-            series=[Series("measured margin", xs, margins, style="o-"),
+            title=msg("PARITY construction: decision margin vs n"),
+            xlabel="n", ylabel=msg("min |y| over inputs"), logx=True, logy=True,
+            series=[Series(msg("measured margin"), xs, margins, style="o-"),
                     Series("1/(n+1)", xs, predicted, style="--")],
         ),
         Figure(
             title=msg("Cross-entropy per string at a fixed readout gain c = {READOUT_GAIN:g}",
                       READOUT_GAIN=READOUT_GAIN),
-            xlabel="n", ylabel="cross-entropy (bits)", logx=True,
-            series=[Series("raw output y (Hahn: -> 1 bit)", xs, ce_fixed, style="o-"),
+            xlabel="n", ylabel=msg("cross-entropy (bits)"), logx=True,
+            series=[Series(msg("raw output y (Hahn: -> 1 bit)"), xs, ce_fixed, style="o-"),
                     Series("LayerNorm(y, -y), eps = 0 (Chiang & Cholak)", xs, ce_ln,
                            style="s-")],
             hlines=[(1.0, "1 bit (chance confidence)")],

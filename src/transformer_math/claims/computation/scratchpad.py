@@ -29,7 +29,7 @@ SEED_000_85 = "000 §8.3.5"
 def _accuracy_figure(res: parity_scratchpad.ParityScratchpadResult, big_l: int) -> Figure:
     return Figure(
         title=msg("PARITY accuracy by length (trained on lengths 1..{big_l})", big_l=big_l),
-        xlabel="length n", ylabel="accuracy of the final answer",
+        xlabel=msg("length n"), ylabel=msg("accuracy of the final answer"),
         series=[Series(f"scratchpad={arm}", [float(n) for n in r.accuracy_by_length],
                        list(r.accuracy_by_length.values()), style="o-")
                 for arm, r in res.arms.items()],

@@ -35,14 +35,14 @@ SEED_000_85 = "000 §8.3.5"
 def _sensitivity_figure(lengths: list[int], sens: list[float], bounds: list[float],
                         parity_lengths: list[int], parity_sens: list[float]) -> Figure:
     return Figure(
-        title="Output change from flipping one symbol vs sequence length",
-        xlabel="n (symbols)", ylabel="mean |Delta output|", logx=True, logy=True,
+        title=msg("Output change from flipping one symbol vs sequence length"),
+        xlabel=msg("n (symbols)"), ylabel=msg("mean |Delta output|"), logx=True, logy=True,
         series=[
-            Series("attention (softmax)", [float(n) for n in lengths], sens,
+            Series(msg("attention (softmax)"), [float(n) for n in lengths], sens,
                    style="o-"),
-            Series("Hahn bound 4 V e^{2B} ||W_O|| / N", [float(n) for n in lengths], bounds,
+            Series(msg("Hahn bound 4 V e^{{2B}} ||W_O|| / N"), [float(n) for n in lengths], bounds,
                    style="--"),
-            Series("PARITY (sensitivity)", [float(n) for n in parity_lengths], parity_sens,
+            Series(msg("PARITY (sensitivity)"), [float(n) for n in parity_lengths], parity_sens,
                    style="s-"),
         ],
     )

@@ -118,7 +118,7 @@ def check_sorting_counting(ctx: Context) -> Evidence:
             msg("Gate counts (polynomial): sorting 16 numbers of 8 bits uses {sorting} threshold "
                 "gates in 5 layers; counting 64 bits uses {counting_n64} in 2.",
                 sorting=gates['sorting'], counting_n64=gates['counting_n64']),
-            "TC^0 membership of sorting does not mean a trained Transformer sorts; it means the "
-            "TC^0 upper bound (Merrill & Sabharwal) gives no reason why it could not.",
+            msg("TC^0 membership of sorting does not mean a trained Transformer sorts; it means "
+                "the TC^0 upper bound (Merrill & Sabharwal) gives no reason why it could not."),
         ],
     )

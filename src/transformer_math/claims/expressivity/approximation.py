@@ -27,6 +27,7 @@ from transformer_math.claims.registry import (
     decide,
 )
 from transformer_math.diagnostics.fits import fit_power_law
+from transformer_math.i18n.message import msg
 from transformer_math.theory.approximation import (
     bilinear_grid_approximant,
     neurons_for_accuracy,
@@ -141,7 +142,7 @@ def check_approximation_rate(ctx: Context) -> Evidence:
                 "d=10,s=5,eps=0.1": neurons_for_accuracy(0.1, 10, 5)}
     figure = Figure(
         title="Approximation error vs number of units (log-log); slope -min(s, order)/d",
-        xlabel="units / parameters N", ylabel="sup error", logx=True, logy=True,
+        xlabel=msg("units / parameters N"), ylabel=msg("sup error"), logx=True, logy=True,
         series=[Series(name, [float(u) for u in c["units"]], c["errors"], style="o-")
                 for name, c in cases.items()],
     )

@@ -63,14 +63,14 @@ def _figures(res: component_ablation.ComponentAblationResult) -> list[Figure]:
     losses = Figure(
         title=msg("Component ablation on {task}: final evaluation loss (seed {seed})", task=task,
                   seed=res.config.seed),
-        xlabel="variant (index)", ylabel="cross-entropy (nats)",
+        xlabel=msg("variant (index)"), ylabel=msg("cross-entropy (nats)"),
         series=[Series(name, [float(i)], [res.results[name].eval_loss], kind="bar")
                 for i, name in enumerate(res.results)],
     )
     curves = Figure(
         title=msg("Component ablation on {task}: training loss (seed {seed})", task=task,
                   seed=res.config.seed),
-        xlabel="step", ylabel="cross-entropy (nats)",
+        xlabel=msg("step"), ylabel=msg("cross-entropy (nats)"),
         series=[Series(k, [float(s) for s in v.curve_steps], v.curve_losses)
                 for k, v in res.results.items()],
     )

@@ -107,11 +107,11 @@ def check_depth_separation(ctx: Context) -> Evidence:
     deep_units = [2 * k for k in ks]
     shallow_units = [p - 1 for p in pieces]
     fig = Figure(
-        title="Units needed for the depth-k sawtooth: deep (width 2) vs one hidden layer",
-        xlabel="k (depth of the deep network)", ylabel="ReLU units", logy=True,
-        series=[Series("deep: 2k", [float(k) for k in ks], [float(u) for u in deep_units],
+        title=msg("Units needed for the depth-k sawtooth: deep (width 2) vs one hidden layer"),
+        xlabel=msg("k (depth of the deep network)"), ylabel=msg("ReLU units"), logy=True,
+        series=[Series(msg("deep: 2k"), [float(k) for k in ks], [float(u) for u in deep_units],
                        style="o-"),
-                Series("shallow: pieces - 1 = 2^k - 1", [float(k) for k in ks],
+                Series(msg("shallow: pieces - 1 = 2^k - 1"), [float(k) for k in ks],
                        [float(u) for u in shallow_units], style="s-")],
     )
     return Evidence(

@@ -140,7 +140,7 @@ def check_no_position_equivariant(ctx: Context) -> Evidence:
 def _loss_curves(res: position_equivariance.PositionEquivarianceResult) -> Figure:
     return Figure(
         title=msg("{task}: training loss with and without positions", task=res.config.task),
-        xlabel="step", ylabel="cross-entropy (nats)",
+        xlabel=msg("step"), ylabel=msg("cross-entropy (nats)"),
         series=[Series(f"positions={k}", [float(s) for s in v.curve_steps], v.curve_losses)
                 for k, v in res.results.items()],
     )

@@ -95,10 +95,10 @@ def check_ffn_lookup(ctx: Context) -> Evidence:
                 "codes; targets N(0, 1) in R^2 per code; lookup = Linear(8, 324) -> ReLU -> "
                 "Linear(324, 2) built by theory.relu_lookup (biases between sorted projections, "
                 "output weights by forward substitution).", trials=trials),
-            "The seed's step 3 (000:741) is right that a two-layer ReLU FFN maps finitely many "
-            "distinct codes to any outputs; it is an exact interpolation (memorisation) result "
-            "with N units, not only the approximation of the Cybenko/Leshno theorems.",
-            "Falsifier: the biases placed on the points instead of between them (zero diagonal, "
-            "non-finite output weights).",
+            msg("The seed's step 3 (000:741) is right that a two-layer ReLU FFN maps finitely many "
+                "distinct codes to any outputs; it is an exact interpolation (memorisation) result "
+                "with N units, not only the approximation of the Cybenko/Leshno theorems."),
+            msg("Falsifier: the biases placed on the points instead of between them (zero "
+                "diagonal, non-finite output weights)."),
         ],
     )

@@ -73,20 +73,20 @@ def ridge_risks(g: torch.Generator, claimed: float) -> dict[str, Any]:
 def bayes_figures(r: dict[str, Any], mass: list[float]) -> list[Figure]:
     return [
         Figure(
-            title="Ridge risk vs lambda under the Gaussian prior",
+            title=msg("Ridge risk vs lambda under the Gaussian prior"),
             xlabel="lambda",
-            ylabel="risk",
+            ylabel=msg("risk"),
             logx=True,
-            series=[Series("ridge risk (measured)", r["grid"], r["risks"], "line", "o-")],
+            series=[Series(msg("ridge risk (measured)"), r["grid"], r["risks"], "line", "o-")],
             hlines=[(r["bayes"], "Bayes risk")],
             vlines=[(NOISE_VAR / TAU2, "sigma^2 / tau^2")],
         ),
         Figure(
             title=msg("dMMSE posterior mass on the true task (M = {NUM_TASKS})",
                       NUM_TASKS=NUM_TASKS),
-            xlabel="context examples K",
-            ylabel="mean posterior mass",
-            series=[Series("measured", [float(i) for i in K_GRID], mass, "line", "o-")],
+            xlabel=msg("context examples K"),
+            ylabel=msg("mean posterior mass"),
+            series=[Series(msg("measured"), [float(i) for i in K_GRID], mass, "line", "o-")],
             hlines=[(1.0 / NUM_TASKS, "prior 1/M"), (0.99, "0.99")],
         ),
     ]

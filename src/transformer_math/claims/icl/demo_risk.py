@@ -149,7 +149,7 @@ def check_demo_count_noise(ctx: Context) -> Evidence:
                 "{noise_z:.1f}", z_max=z_max, decrease_z=decrease_z, noise_z=noise_z),
         ],
         figures=[Figure(
-            title="One-layer ICL risk vs number of demos", xlabel="demos k",
+            title=msg("One-layer ICL risk vs number of demos"), xlabel=msg("demos k"),
             ylabel="E (y_hat - y_q)^2", logx=True, logy=True,
             series=[s for noise in NOISES for s in (
                 Series(msg("measured, sigma^2 = {noise:g}", noise=noise), [float(k) for k in DEMOS],

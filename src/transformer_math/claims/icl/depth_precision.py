@@ -207,7 +207,8 @@ def check_depth_condition_number(ctx: Context) -> Evidence:
             "measured "
             + ", ".join(f"kappa {r['kappa']:.0f}: {r['measured'][eps]} layers" for r in rows)
             + f" for eps = 1e-6 (log(1/eps) = {log_inv:.1f})",
-            "preconditioned layer: W_Q's feature block set to H^{-1} (prompt-specific), eta = 1",
+            msg("preconditioned layer: W_Q's feature block set to H^{{-1}} (prompt-specific), eta "
+                "= 1"),
             "O(log(1/eps)) layers at FIXED kappa (000:963, 000:973's big-O for a strongly "
             "convex loss): the ratio layers(1e-6) / layers(1e-3) ~ 2 is a pass condition; the "
             "factor kappa is 000:969's rate",
@@ -218,8 +219,8 @@ def check_depth_condition_number(ctx: Context) -> Evidence:
                 errors=", ".join(f"{e:.3f}" for e in h_errs)),
         ],
         figures=[Figure(
-            title="Stacked GD layers: relative distance to OLS by condition number",
-            xlabel="layers L", ylabel="|w_L - w_OLS| / |w_OLS|", logy=True,
+            title=msg("Stacked GD layers: relative distance to OLS by condition number"),
+            xlabel=msg("layers L"), ylabel="|w_L - w_OLS| / |w_OLS|", logy=True,
             series=[Series(f"kappa = {r['kappa']:.0f}",
                            [float(i + 1) for i in range(len(r["errors"]))],
                            [max(e, 1e-17) for e in r["errors"]]) for r in rows],

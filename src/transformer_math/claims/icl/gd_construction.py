@@ -193,13 +193,13 @@ def stacked_layers_vs_ols(g: torch.Generator) -> dict[str, Any]:
 def neumann_figure(errors: list[float], bound: list[float]) -> Figure:
     xs = [float(v) for v in LAYER_GRID]
     return Figure(
-        title="L stacked GD layers: distance to OLS",
-        xlabel="layers L",
+        title=msg("L stacked GD layers: distance to OLS"),
+        xlabel=msg("layers L"),
         ylabel="|w_L - w_OLS|",
         logy=True,
         series=[
-            Series("measured (constructed LSA)", xs, errors, "line", "o-"),
-            Series("bound |I - eta H|^L |w*|", xs, bound, "line", "--"),
+            Series(msg("measured (constructed LSA)"), xs, errors, "line", "o-"),
+            Series(msg("bound |I - eta H|^L |w*|"), xs, bound, "line", "--"),
         ],
     )
 

@@ -35,16 +35,16 @@ def induction_figure(c: TrainingCurves, r: InductionHeadsResult, cross: int | No
     last = c.num_layers - 1
     xs = [float(s) for s in c.steps]
     return Figure(
-        title="Induction-head phase change (first seed)",
-        xlabel="training step",
-        ylabel="score / loss",
+        title=msg("Induction-head phase change (first seed)"),
+        xlabel=msg("training step"),
+        ylabel=msg("score / loss"),
         series=[
             Series(msg("induction score (best head, layer {last})",
                        last=last), xs, c.max_induction(last)),
-            Series("previous-token score (best head, layer 0)", xs, c.max_previous_token(0)),
-            Series("in-context loss / ln(vocab)", xs,
+            Series(msg("previous-token score (best head, layer 0)"), xs, c.max_previous_token(0)),
+            Series(msg("in-context loss / ln(vocab)"), xs,
                    [v / math.log(r.config.vocab_size) for v in c.in_context_loss]),
-            Series("1-layer control induction score", [float(s) for s in r.control.steps],
+            Series(msg("1-layer control induction score"), [float(s) for s in r.control.steps],
                    r.control.max_induction(), "line", "--"),
         ],
         vlines=[(float(cross), "induction 0.5")] if cross is not None else [],

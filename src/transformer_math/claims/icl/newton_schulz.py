@@ -26,6 +26,7 @@ from transformer_math.claims.registry import (
     claim,
     decide,
 )
+from transformer_math.i18n.message import msg
 from transformer_math.nn.init import no_init_draws
 from transformer_math.nn.linear_self_attention import LinearSelfAttentionLayer
 from transformer_math.theory.icl_construction import (
@@ -42,12 +43,12 @@ PASSES = 30
 def residual_figure(residual: list[float], bound: list[float]) -> Figure:
     ts = [float(t) for t in range(len(residual))]
     return Figure(
-        title="Newton-Schulz: residual |I - M A_t|",
-        xlabel="iteration t",
-        ylabel="residual",
+        title=msg("Newton-Schulz: residual |I - M A_t|"),
+        xlabel=msg("iteration t"),
+        ylabel=msg("residual"),
         logy=True,
         series=[
-            Series("measured", ts, [max(r, 1e-17) for r in residual], "line", "o-"),
+            Series(msg("measured"), ts, [max(r, 1e-17) for r in residual], "line", "o-"),
             Series("|R_0|^(2^t)", ts, [max(min(b, 1e6), 1e-17) for b in bound], "line", "--"),
         ],
     )

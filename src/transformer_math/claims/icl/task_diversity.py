@@ -61,11 +61,12 @@ def diversity_figure(num_tasks: list[int], dd: list[float], dr: list[float],
                      log2_m_star: float | None) -> Figure:
     xs = [float(m) for m in num_tasks]
     return Figure(
-        title="Task diversity: distance of the model to dMMSE and to ridge (fresh tasks)",
-        xlabel="number of pretraining tasks M",
-        ylabel="mean squared distance",
+        title=msg("Task diversity: distance of the model to dMMSE and to ridge (fresh tasks)"),
+        xlabel=msg("number of pretraining tasks M"),
+        ylabel=msg("mean squared distance"),
         logx=True,
-        series=[Series("to dMMSE", xs, dd, "line", "o-"), Series("to ridge", xs, dr, "line", "s-")],
+        series=[Series(msg("to dMMSE"), xs, dd, "line", "o-"),
+                Series(msg("to ridge"), xs, dr, "line", "s-")],
         vlines=[(2**log2_m_star, "M*")] if log2_m_star is not None else [],
     )
 

@@ -36,13 +36,14 @@ from transformer_math.theory.icl_construction import ahn_gamma, ahn_optimal_prec
 def gd_figure(r: icl_gd.ICLGDResult) -> Figure:
     steps = [float(s) for s in r.steps]
     return Figure(
-        title="Trained linear self-attention vs one GD step (first seed)",
-        xlabel="training step",
-        ylabel="value",
+        title=msg("Trained linear self-attention vs one GD step (first seed)"),
+        xlabel=msg("training step"),
+        ylabel=msg("value"),
         series=[
-            Series("cosine of d y_hat / d x_q", steps, r.cosine),
-            Series("model loss", steps, r.model_loss),
-            Series("GD loss (line-searched eta)", steps, [r.gd_loss] * len(steps), "line", "--"),
+            Series(msg("cosine of d y_hat / d x_q"), steps, r.cosine),
+            Series(msg("model loss"), steps, r.model_loss),
+            Series(msg("GD loss (line-searched eta)"), steps, [r.gd_loss] * len(steps), "line",
+                   "--"),
         ],
         hlines=[(0.99, "0.99")],
     )
@@ -138,11 +139,11 @@ def preconditioner_figure(r: icl_preconditioner.ICLPreconditionerResult) -> Figu
     predicted = [v for row in r.gamma_inverse for v in row]
     ends = [min(predicted), max(predicted)]
     return Figure(
-        title="Learned preconditioner n A vs Gamma^{-1} (entries, first seed)",
-        xlabel="Gamma^{-1} entry",
-        ylabel="learned entry",
+        title=msg("Learned preconditioner n A vs Gamma^{{-1}} (entries, first seed)"),
+        xlabel=msg("Gamma^{{-1}} entry"),
+        ylabel=msg("learned entry"),
         series=[
-            Series("entries", predicted, learned, "scatter", "o"),
+            Series(msg("entries"), predicted, learned, "scatter", "o"),
             Series("y = x", ends, ends, "line", "--"),
         ],
     )

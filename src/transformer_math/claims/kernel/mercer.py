@@ -35,6 +35,7 @@ from transformer_math.claims.registry import (
     decide,
     exceeds,
 )
+from transformer_math.i18n.message import msg
 from transformer_math.nn import MultiHeadAttention
 from transformer_math.nn.hooks import run_with_cache
 from transformer_math.nn.init import seeded
@@ -163,8 +164,8 @@ def check_kernel_audit(ctx: Context) -> Evidence:
             "Gram matrices exp(hook_scores) of one head on 12 tokens (d = 8, d_k = 4): the "
             "module as initialised (untied) and a copy with W_K := W_Q (tied); the untied Gram "
             "equals the kernel written out from the weights, a second computation.",
-            "Tied: exp(x W_Q W_Q^T x' / sqrt(d_k)) = sum_m (x M x')^m / m! with M PSD, a sum of "
-            "PSD kernels (Schur products), so PSD; untied: kappa(x, x') != kappa(x', x).",
+            msg("Tied: exp(x W_Q W_Q^T x' / sqrt(d_k)) = sum_m (x M x')^m / m! with M PSD, a sum "
+                "of PSD kernels (Schur products), so PSD; untied: kappa(x, x') != kappa(x', x)."),
             "000:480 is right that exp(q.k) is PSD as a kernel of (q, k); the asymmetry comes "
             "from q and k being different maps of the same token, so the seed's RKHS "
             "statements (000:466-478, about exp(q.k)) are not contradicted by it (version 3: "

@@ -98,9 +98,9 @@ def _error_figure(sweep: _Sweep, betas: list[float], ms: list[int]) -> Figure:
         series.append(Series(msg("Performer formula, beta={b}",
                                  b=b), xs, sweep.predicted[b], style="--"))
     return Figure(
-        title="Positive random features: relative RMS error of the softmax kernel vs m",
-        xlabel="number of random features m",
-        ylabel="relative RMS error",
+        title=msg("Positive random features: relative RMS error of the softmax kernel vs m"),
+        xlabel=msg("number of random features m"),
+        ylabel=msg("relative RMS error"),
         series=series,
         logx=True,
         logy=True,

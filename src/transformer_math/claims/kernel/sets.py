@@ -142,8 +142,8 @@ def _accuracy_figure(result: DeepSetsVsSetTransformerResult) -> Figure:
     return Figure(
         title=msg("Pairwise set task: held-out accuracy during training (seed {seed})",
                   seed=result.config.seed),
-        xlabel="training step",
-        ylabel="accuracy (chance 0.5)",
+        xlabel=msg("training step"),
+        ylabel=msg("accuracy (chance 0.5)"),
         series=[
             Series(name, [float(s) for s, _ in curve], [a for _, a in curve], style="o-")
             for name, curve in result.curves.items()

@@ -31,10 +31,10 @@ F64 = torch.float64
 
 def _entropy_figure(betas: list[float], entropies: list[float], n: int) -> Figure:
     return Figure(
-        title="Attention entropy vs inverse temperature beta (bandwidth h = 1/sqrt(beta))",
+        title=msg("Attention entropy vs inverse temperature beta (bandwidth h = 1/sqrt(beta))"),
         xlabel="beta",
-        ylabel="mean row entropy (nats)",
-        series=[Series("measured (reference attention)", betas, entropies, style="o-")],
+        ylabel=msg("mean row entropy (nats)"),
+        series=[Series(msg("measured (reference attention)"), betas, entropies, style="o-")],
         logx=True,
         hlines=[(math.log(n), "log n: uniform (mean of V)"), (0.0, "0: arg-max (nearest)")],
     )

@@ -57,7 +57,7 @@ def _self_weight_figure(table: dict[float, list[float]], gammas: list[float], ns
         title=msg("Self-weight A_ii vs gamma (rho = {rho}, logits gamma log(n) <y_i, y_j>)",
                   rho=rho),
         xlabel="gamma",
-        ylabel="A_ii (mean diagonal attention weight)",
+        ylabel=msg("A_ii (mean diagonal attention weight)"),
         series=[
             Series(f"n = {n}", gammas, [table[g][i] for g in gammas], style="o-")
             for i, n in enumerate(ns)

@@ -196,8 +196,8 @@ def loss_figure(result: RopeExtrapolationResult) -> Figure:
     cfg = result.config
     return Figure(
         msg("Copy loss by position (trained at L = {train_len}, no fine-tuning)",
-            train_len=cfg.train_len), "position",
-        "copy loss (nats)",
+            train_len=cfg.train_len), msg("position"),
+        msg("copy loss (nats)"),
         [Series(f"{c.scheme}/{c.variant}", [b + cfg.bin_width / 2 for b in c.bin_starts],
                 c.loss) for c in result.curves],
         hlines=[(result.chance_loss, "chance ln V")], vlines=[(float(cfg.train_len), "L_train")],

@@ -139,9 +139,9 @@ def check_rope_long_term_decay(ctx: Context) -> Evidence:
                "in phase across the pairs: uncorrelated q, k give a ratio of "
                f"{uncorrelated:.2f} (no decay)"],
         figures=[Figure(
-            "RoPE logit of in-phase content (q = k) vs distance", "relative distance s",
+            "RoPE logit of in-phase content (q = k) vs distance", msg("relative distance s"),
             "logit / |q|^2 (mean over draws)",
-            [Series("measured", s.tolist(), (measured / scale).mean(0).tolist()),
+            [Series(msg("measured"), s.tolist(), (measured / scale).mean(0).tolist()),
              Series("closed form", s.tolist(), (predicted / scale).mean(0).tolist(),
                     style="--"),
              Series("RoFormer bound (1/(d/2)) Σ_j |S_j|", s.tolist(), bound.tolist())],

@@ -252,8 +252,8 @@ def _aliasing_note(base: float) -> str:
 def _unseen_figure(unseen: Tensor, L: int, L_test: int, first_ood: int | None) -> Figure:
     return Figure(
         msg("Phases unseen in training at L_test = {L_test} (L_train = {L})", L_test=L_test, L=L),
-        "pair index i (0 = highest frequency)", "fraction of test positions unseen",
-        [Series("unseen phase fraction", list(range(unseen.numel())), unseen.tolist(),
+        msg("pair index i (0 = highest frequency)"), msg("fraction of test positions unseen"),
+        [Series(msg("unseen phase fraction"), list(range(unseen.numel())), unseen.tolist(),
                 kind="bar")],
         vlines=[(float(first_ood) if first_ood is not None else 0.0,
                  "first pair with wavelength > L")],

@@ -190,17 +190,18 @@ def check_chunked_error_bound(ctx: Context) -> Evidence:
                 measured_cost=rows[1]['measured cost']),
             msg("The seed's ~18 (000:1263) is T^2 eps / k = 17.8 at k = 90; its derivation "
                 "(000:1257, 'substitute T -> T/k') gives (T/k)^2 eps = 0.198."),
-            "Per executed step the chunk process is the unchunked one in distribution: the same "
-            "first-error time, so the same cost, whatever k.",
+            msg("Per executed step the chunk process is the unchunked one in distribution: the "
+                "same first-error time, so the same cost, whatever k."),
         ],
         figures=[Figure(
-            "Worst-case compounding cost vs chunk size (eps per decision)", "chunk size k",
-            "expected off-track steps",
-            [Series("measured (executor)", [float(k) for k in CHUNKS],
+            msg("Worst-case compounding cost vs chunk size (eps per decision)"),
+            msg("chunk size k"),
+            msg("expected off-track steps"),
+            [Series(msg("measured (executor)"), [float(k) for k in CHUNKS],
                     [rows[k]["measured cost"] for k in CHUNKS], style="o-"),
              Series("T^2 eps / k", [float(k) for k in CHUNKS],
                     [rows[k]["T^2 eps / k"] for k in CHUNKS], style="--"),
-             Series("(T/k)^2 eps (substitution)", [float(k) for k in CHUNKS],
+             Series(msg("(T/k)^2 eps (substitution)"), [float(k) for k in CHUNKS],
                     [rows[k]["(T/k)^2 eps"] for k in CHUNKS], style=":")],
             logx=True, logy=True, hlines=[(float(HORIZON), "T (largest cost)")])],
         margins=margins,

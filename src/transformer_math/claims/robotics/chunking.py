@@ -51,16 +51,17 @@ def _compounding_figures(cfg: robotics_compounding.CompoundingConfig,
     steps = list(range(1, len(res.get(1, "open_loop").error_curve) + 1))
     return [
         Figure(
-            "Tracking error vs time step (open-loop chunks)", "time step", "mean |p - p_ref| (m)",
-            [Series("expert", steps, res.expert.error_curve, style="k--")]
+            msg("Tracking error vs time step (open-loop chunks)"), msg("time step"),
+            msg("mean |p - p_ref| (m)"),
+            [Series(msg("expert"), steps, res.expert.error_curve, style="k--")]
             + [Series(f"k={k}", steps, res.get(k, "open_loop").error_curve)
                for k in cfg.chunk_sizes],
         ),
         Figure(
-            "Mean tracking error vs chunk size", "chunk size k", "mean error (m)",
-            [Series("open loop", list(map(float, cfg.chunk_sizes)),
+            msg("Mean tracking error vs chunk size"), msg("chunk size k"), msg("mean error (m)"),
+            [Series(msg("open loop"), list(map(float, cfg.chunk_sizes)),
                     [chunked[k] for k in cfg.chunk_sizes], style="o-")]
-            + ([Series("replan every step", [float(k) for k in cfg.chunk_sizes if k > 1],
+            + ([Series(msg("replan every step"), [float(k) for k in cfg.chunk_sizes if k > 1],
                        [res.get(k, "replan").mean_error for k in cfg.chunk_sizes if k > 1],
                        style="s--")] if "replan" in cfg.modes else []),
             logx=True,
@@ -282,7 +283,7 @@ def _tradeoff_figures(cfg: robotics_chunking_tradeoff.TradeoffConfig,
         Figure(
             msg("Success (error < {success_radius} m for {h} steps) with pushes",
                 success_radius=cfg.task.success_radius, h=h),
-            "chunk size k", "success rate",
+            msg("chunk size k"), msg("success rate"),
             [Series(m, list(map(float, ks)), [succ(k, m) for k in ks], style="o-")
              for m in cfg.modes],
             logx=True,
@@ -290,7 +291,7 @@ def _tradeoff_figures(cfg: robotics_chunking_tradeoff.TradeoffConfig,
         Figure(
             msg("Share of action power above {high_freq_hz} Hz at k = {k_max}",
                 high_freq_hz=cfg.high_freq_hz, k_max=k_max),
-            "execution mode index", "high-frequency power fraction",
+            msg("execution mode index"), msg("high-frequency power fraction"),
             [Series(m, [float(i)], [hf[m]], kind="bar") for i, m in enumerate(cfg.modes)],
         ),
     ]
@@ -364,9 +365,9 @@ def check_chunking_tradeoff(ctx: Context) -> Evidence:
         f"make errors vary by ~10 % between k); each on the worst of {len(sweep.seeds)} seeds",
         verdict=decide(margins),
         notes=[
-            "ACT-style oldest-first ensembling weighs the oldest (least informed) prediction most, "
-            "which delays feedback; see success_<mode>_kmax for act_ensemble vs newest_ensemble "
-            "and replan: reactivity is measured, not assumed.",
+            msg("ACT-style oldest-first ensembling weighs the oldest (least informed) prediction "
+                "most, which delays feedback; see success_<mode>_kmax for act_ensemble vs "
+                "newest_ensemble and replan: reactivity is measured, not assumed."),
             msg("Issue 12: tiny trains 2500 steps on 100 demos, horizon 200, push_prob 0.01, 400 "
                 "test paths, k in 1, 16. Issue 14: thresholds unchanged, now on the worst seed."),
             msg("push_prob {push_prob}, push speed {push_speed} m/s; first seed: train "

@@ -102,10 +102,11 @@ def check_dt_stitching(ctx: Context) -> Evidence:
         verdict=decide(margins),
         notes=[msg("Q(A) = {q_value_at_a:.3f} with gamma {gamma}; first seed {seconds:.1f} s",
                    q_value_at_a=res.q_value_at_a, gamma=cfg.gamma, seconds=res.seconds),
-               "Return 4 is never observed from A in the data, so the DT's request is out of "
-               "distribution (000 §8.3.8 可达性).",
-               "Issue 14: the falsifier is a DT whose causal mask is off (robotics.dt-noncausal);"
-               " the old one (complete A->B->C episodes added to the data) changed the data."],
+               msg("Return 4 is never observed from A in the data, so the DT's request is out of "
+                   "distribution (000 §8.3.8 可达性)."),
+               msg("Issue 14: the falsifier is a DT whose causal mask is off "
+                   "(robotics.dt-noncausal); the old one (complete A->B->C episodes added to the "
+                   "data) changed the data.")],
         margins=margins,
         per_seed=sweep.to_json(),
         figures=[_stitching_figure(res)],
@@ -115,10 +116,10 @@ def check_dt_stitching(ctx: Context) -> Evidence:
 def _reachability_figure(res: robotics_dt.ReachabilityResult) -> Figure:
     """Achieved against target return, with the data's range and the optimum marked."""
     return Figure(
-        "Decision Transformer: achieved vs target return (1-D runner)", "target return",
-        "achieved return",
-        [Series("achieved", res.targets, res.achieved, style="o-"),
-         Series("target = achieved", res.targets, res.targets, style="k:")],
+        msg("Decision Transformer: achieved vs target return (1-D runner)"), msg("target return"),
+        msg("achieved return"),
+        [Series(msg("achieved"), res.targets, res.achieved, style="o-"),
+         Series(msg("target = achieved"), res.targets, res.targets, style="k:")],
         vlines=[(res.data_min, "data min"), (res.data_max, "data max")],
         hlines=[(res.optimum, "optimum")],
     )
@@ -218,8 +219,9 @@ def check_dt_return_reachability(ctx: Context) -> Evidence:
             msg("first seed: run {seconds:.1f} s (training reused under the rollout's planted "
                 "bugs); optimum return {optimum}", seconds=res.seconds, optimum=res.optimum),
             msg("Issue 12: tiny trains 1000 steps on 200 episodes, 31 targets from -20 to 40."),
-            "Verdict 'refuted' means: tracking inside the data and saturation above it hold on "
-            "every seed, but the seed's 'locked at the data's best return' fails on every seed.",
+            msg("Verdict 'refuted' means: tracking inside the data and saturation above it hold on "
+                "every seed, but the seed's 'locked at the data's best return' fails on every "
+                "seed."),
         ],
         margins=margins,
         seed_margins=seed_margins,

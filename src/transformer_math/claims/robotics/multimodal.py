@@ -108,9 +108,9 @@ def check_multimodal_actions(ctx: Context) -> Evidence:
         notes=[msg("first seed: demonstrations going left {demo_left_fraction:.2f}; run "
                    "{seconds:.1f} s", demo_left_fraction=res.demo_left_fraction,
                    seconds=res.seconds),
-               "ACT with z = 0 is shown for reference (not part of the verdict): L1 chunks alone "
-               "already avoid the obstacle at tiny, the latent's role is measured by the side "
-               "switches between two z draws.",
+               msg("ACT with z = 0 is shown for reference (not part of the verdict): L1 chunks "
+                   "alone already avoid the obstacle at tiny, the latent's role is measured by the "
+                   "side switches between two z draws."),
                msg("Issue 14 sweep (tiny, seeds 0-4): CVAE collision 0.10-0.26 (v1 required <= "
                    "0.2: seed 3 failed), CVAE left fraction 0.27-0.89 (v1 required [0.15, 0.85]: "
                    "seeds 1, 2 failed) although the demonstrations are ~50/50; the old thresholds "

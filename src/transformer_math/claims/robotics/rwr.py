@@ -134,12 +134,12 @@ def check_dt_rwr_equivalence(ctx: Context) -> Evidence:
                    "D(s, a, R) drawn from the seed's generator, higher actions earning higher "
                    "returns.", NUM_STATES=NUM_STATES, NUM_ACTIONS=NUM_ACTIONS,
                    tolist=RETURNS.tolist(), TAU=TAU),
-               "The DT's loss is unweighted maximum likelihood (Chen et al. 2021); a weight that "
-               "depends on the conditioning return only rescales each conditional's "
-               "cross-entropy and cannot move its optimum. What makes a return-conditioned policy "
-               "act like RWR is the choice of R-hat at inference.",
-               "pi_RWR(a | s) = sum_R D(s, a, R) exp(R/tau) / Z(s) = sum_R D(a | s, R) q(R | s) "
-               "with q(R | s) = D(R | s) exp(R/tau) / Z(s)."],
+               msg("The DT's loss is unweighted maximum likelihood (Chen et al. 2021); a weight "
+                   "that depends on the conditioning return only rescales each conditional's "
+                   "cross-entropy and cannot move its optimum. What makes a return-conditioned "
+                   "policy act like RWR is the choice of R-hat at inference."),
+               msg("pi_RWR(a | s) = sum_R D(s, a, R) exp(R/tau) / Z(s) = sum_R D(a | s, R) q(R | "
+                   "s) with q(R | s) = D(R | s) exp(R/tau) / Z(s).")],
         margins=margins,
         seed_margins=seed_margins,
         details={"RWR policy": rwr.tolist(), "DT marginal (tilted)": dt_marginal.tolist(),

@@ -256,10 +256,10 @@ def check_high_dim_single_head(ctx: Context) -> Evidence:
     fig = Figure(
         title=msg("Single head on Gaussian tokens (n = {N_TOKENS}): self-weight vs d",
                   N_TOKENS=N_TOKENS),
-        xlabel="d", ylabel="mean A_ii", logx=True,
+        xlabel="d", ylabel=msg("mean A_ii"), logx=True,
         series=[Series("W_QK = I", [float(d) for d in dims],
                        [r["diag_identity_w"] for r in rows], style="o-"),
-                Series("random W_Q W_K^T", [float(d) for d in dims],
+                Series(msg("random W_Q W_K^T"), [float(d) for d in dims],
                        [r["diag_random_w"] for r in rows], style="s-")],
         hlines=[(1 / N_TOKENS, "1/n")],
     )
@@ -287,10 +287,10 @@ def check_high_dim_single_head(ctx: Context) -> Evidence:
                 "W_QK = I gives {value} and random factors {value_2} over d = {dims}.",
                 value=[round(r['diag_identity_w'], 3) for r in rows],
                 value_2=[round(r['diag_random_w'], 3) for r in rows], dims=dims),
-            "Not checked: 'A^{rank-1}, the projection of A on the principal eigenspace of "
-            "W_QK' (004:924) mixes an n x n matrix with a d x d eigenspace and is not "
-            "defined as written; Theorem 3's kernel uses an undefined 'characteristic "
-            "function' Phi(x').",
+            msg("Not checked: 'A^{{rank-1}}, the projection of A on the principal eigenspace of "
+                "W_QK' (004:924) mixes an n x n matrix with a d x d eigenspace and is not defined "
+                "as written; Theorem 3's kernel uses an undefined 'characteristic function' "
+                "Phi(x')."),
         ],
         figures=[fig],
         details={"rows": rows},

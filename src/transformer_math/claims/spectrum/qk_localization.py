@@ -385,9 +385,9 @@ def check_qk_localization(ctx: Context) -> Evidence:
     fig = Figure(
         title=msg("Attention entropy vs W_QK eigenvalue variance (mean {eig_mean}, d = {d}, n = "
                   "{n})", eig_mean=eig_mean, d=d, n=n),
-        xlabel="eigenvalue variance of W_QK (measured by the monitor)",
-        ylabel="mean attention entropy (nats)",
-        series=[Series("measured", [s**2 for s in stds], entropies, style="o-")],
+        xlabel=msg("eigenvalue variance of W_QK (measured by the monitor)"),
+        ylabel=msg("mean attention entropy (nats)"),
+        series=[Series(msg("measured"), [s**2 for s in stds], entropies, style="o-")],
         hlines=[(math.log(n), "log n (uniform)")],
     )
     return Evidence(
