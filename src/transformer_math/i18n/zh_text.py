@@ -35,7 +35,6 @@ def _pat(english: str, chinese: str) -> tuple[str, str]:
 # --- figure titles, axis labels, series and line labels (exact) --------------------------------
 _LABELS: dict[str, str] = {
     # architecture
-    "standard attention": "标准注意力",
     "Input-output Jacobian of a stack of project blocks vs depth": (
         "本项目块堆叠的输入-输出雅可比随深度的变化"
     ),
@@ -51,8 +50,6 @@ _LABELS: dict[str, str] = {
     "residual": "残差",
     "measured": "实测",
     "risk": "风险",
-    "Bayes risk": "贝叶斯风险",
-    "prior 1/M": "先验 1/M",
     # expressivity
     "Approximation error vs number of units (log-log); slope -s/d": (
         "逼近误差随单元数的变化（双对数）；斜率 -s/d"
@@ -61,8 +58,6 @@ _LABELS: dict[str, str] = {
     "d=1,s=2 (sin 3x, ReLU net)": "d=1,s=2（sin 3x，ReLU 网络）",
     "d=2,s=2 (sin 2x cos 3y, bilinear grid)": "d=2,s=2（sin 2x cos 3y，双线性网格）",
     # kernel
-    "log n: uniform (mean of V)": "log n：均匀（V 的均值）",
-    "0: arg-max (nearest)": "0：arg-max（最近邻）",
     # longcontext, memory, spectrum
     "N / d (pairs per dimension)": "N / d（每维的键值对数）",
     "cosine / nearest-value accuracy": "余弦 / 最近 value 准确率",
@@ -70,21 +65,13 @@ _LABELS: dict[str, str] = {
     "nearest-value accuracy, measured": "最近 value 准确率，实测",
     "Gaussian-crosstalk estimate": "高斯串扰估计",
     "N = d: crosstalk = signal": "N = d：串扰 = 信号",
-    "log n (uniform)": "log n（均匀）",
     # position
     "RoFormer relative upper bound": "RoFormer 相对上界",
-    "first pair with wavelength > L": "第一个波长 > L 的频率对",
     # computation
     # full-tier figures (read from the checks' source)
     "induction 0.5": "归纳分数 0.5",
     "step": "步数",
-    "chance": "随机水平",
     "position": "位置",
-    "chance ln V": "随机水平 ln V",
-    "longest training length": "最长训练长度",
-    "data min": "数据最小值",
-    "data max": "数据最大值",
-    "optimum": "最优值",
     "expert": "专家",
 }
 
@@ -317,18 +304,6 @@ _NOTES.update({
         "theory.icl_construction.ahn_gamma 的快速检查，icl.preconditioned-optimum 用这一预测与训练"
         "后的层比较"
     ),
-    "issue 12 (margins over seeds 0-4 at tiny): the risk is now computed exactly given (X, x_q) "
-    "from ridge_predict's linear coefficients, not only by Monte Carlo: a test 'within 4 standard "
-    "errors' has a slack of (4 - |z|) standard errors whose spread is itself ~0.6 standard errors, "
-    "never 3x firm (seeds 0-4: ratio 2.3). K = 32 -> 64 context pairs for the posterior mass (at K "
-    "= 32 its slack over 0.99 was 1.1x the spread between pools; the mass converges "
-    "exponentially in K).": (
-        "issue 12（tiny 规模下种子 0-4 的间隔）：现在风险在给定 (X, x_q) 时由 ridge_predict 的线性"
-        "系数精确计算，而不只是蒙特卡洛：'在 4 个标准误以内' 的检验余量为 (4 - |z|) 个标准误，其离"
-        "散度本身约为 0.6 个标准误，永远达不到 3 倍的稳固（种子 0-4：比值 2.3）。后验质量的上下文对"
-        "数 K = 32 -> 64（K = 32 时其高出 0.99 的余量是任务池间离散度的 1.1 倍；后验质量随 K 指数收"
-        "敛）。"
-    ),
     "the step that icl.trained-matches-gd compares the trained layer with": (
         "icl.trained-matches-gd 用来与训练后的层比较的那一步"
     ),
@@ -449,8 +424,6 @@ _NOTE_PATTERNS += [
 _LABELS.update({
     "dot-product, spectrally normalised W": "点积，谱归一化的 W",
     "L2, untied W_K != W_Q": "L2，不绑定 W_K != W_Q",
-    "1 bit (chance confidence)": "1 比特（随机水平的置信度）",
-    "T (largest cost)": "T（最大代价）",
 })
 
 _LABEL_PATTERNS += [
@@ -627,18 +600,6 @@ _NOTES.update({
     ),
     "Raventos et al.'s M* = 2^11..2^14 needs ~500k steps; short training moves M* down": (
         "Raventos et al. 的 M* = 2^11..2^14 需要约 500k 步；训练较短会使 M* 下移"
-    ),
-    "version 3 (issue 19): the default grid is M in {2, 8, 32, 1024} (was 2, 4, 8, 16, 32, 64, "
-    "256, 1024). The decision reads only the smallest and the largest M, and every M trains from "
-    "its own generator on the same evaluation prompts, so the decided numbers are those of "
-    "version 2; the curve and M* have four points instead of eight (half the training). "
-    "'tmath sweep task_diversity --grid num_tasks=...' draws a finer grid.": (
-        "版本 3（issue 19）：默认网格为 M ∈ {2, 8, 32, 1024}（原为 2, 4, 8, 16, 32, 64, 256, 1024"
-        "）。"
-        "判定只读取最小和最大的 M，且每个 M 都由自己的生成器训练、在相同的评估提示上评估，所以判"
-        "定用的"
-        "数值与版本 2 相同；曲线和 M* 只有四个点而不是八个（训练量减半）。"
-        "'tmath sweep task_diversity --grid num_tasks=...' 可画更细的网格。"
     ),
     "000:301 and 000:406 (too many heads degrade) agree with the one-relation row: the error grows "
     "as the head size d/H shrinks. What the seed gets wrong (000:311, 000:1393) is the ranking: at "

@@ -51,7 +51,7 @@ def _io_figure(n: int, d: int, srams: list[int], measured: list[int], standard: 
         ],
         logx=True,
         logy=True,
-        hlines=[(float(standard), "standard attention")],
+        hlines=[(float(standard), msg("standard attention"))],
     )
 
 

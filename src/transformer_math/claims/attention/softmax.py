@@ -80,7 +80,7 @@ def _saturation_figure(curve: list[dict[str, float]], grid: list[float], d_k: in
             Series(msg("||softmax Jacobian||_2"), grid, [c["jacobian_norm"] for c in curve],
                    style="s-"),
         ],
-        vlines=[(1.0 / math.sqrt(d_k), "1/sqrt(d_k)"), (1.0, "unscaled")],
+        vlines=[(1.0 / math.sqrt(d_k), "1/sqrt(d_k)"), (1.0, msg("unscaled"))],
     )
 
 

@@ -63,7 +63,7 @@ def _margin_figure(lengths: list[int], margins: list[float], predicted: list[flo
             series=[Series(msg("raw output y (Hahn: -> 1 bit)"), xs, ce_fixed, style="o-"),
                     Series("LayerNorm(y, -y), eps = 0 (Chiang & Cholak)", xs, ce_ln,
                            style="s-")],
-            hlines=[(1.0, "1 bit (chance confidence)")],
+            hlines=[(1.0, msg("1 bit (chance confidence)"))],
         ),
     ]
 

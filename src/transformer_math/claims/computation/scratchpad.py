@@ -33,7 +33,7 @@ def _accuracy_figure(res: parity_scratchpad.ParityScratchpadResult, big_l: int) 
         series=[Series(f"scratchpad={arm}", [float(n) for n in r.accuracy_by_length],
                        list(r.accuracy_by_length.values()), style="o-")
                 for arm, r in res.arms.items()],
-        hlines=[(0.5, "chance")], vlines=[(float(big_l), "longest training length")],
+        hlines=[(0.5, msg("chance"))], vlines=[(float(big_l), msg("longest training length"))],
     )
 
 

@@ -78,7 +78,7 @@ def bayes_figures(r: dict[str, Any], mass: list[float]) -> list[Figure]:
             ylabel=msg("risk"),
             logx=True,
             series=[Series(msg("ridge risk (measured)"), r["grid"], r["risks"], "line", "o-")],
-            hlines=[(r["bayes"], "Bayes risk")],
+            hlines=[(r["bayes"], msg("Bayes risk"))],
             vlines=[(NOISE_VAR / TAU2, "sigma^2 / tau^2")],
         ),
         Figure(
@@ -87,18 +87,18 @@ def bayes_figures(r: dict[str, Any], mass: list[float]) -> list[Figure]:
             xlabel=msg("context examples K"),
             ylabel=msg("mean posterior mass"),
             series=[Series(msg("measured"), [float(i) for i in K_GRID], mass, "line", "o-")],
-            hlines=[(1.0 / NUM_TASKS, "prior 1/M"), (0.99, "0.99")],
+            hlines=[(1.0 / NUM_TASKS, msg("prior 1/M")), (0.99, "0.99")],
         ),
     ]
 
 
 NOTE_ISSUE_12 = (
-    "issue 12 (margins over seeds 0-4 at tiny): the risk is now computed exactly given "
-    "(X, x_q) from ridge_predict's linear coefficients, not only by Monte Carlo: a test "
-    "'within 4 standard errors' has a slack of (4 - |z|) standard errors whose spread is "
-    "itself ~0.6 standard errors, never 3x firm (seeds 0-4: ratio 2.3). K = 32 -> 64 "
-    "context pairs for the posterior mass (at K = 32 its slack over 0.99 was 1.1x the "
-    "spread between pools; the mass converges exponentially in K)."
+    msg("issue 12 (margins over seeds 0-4 at tiny): the risk is now computed exactly given (X, "
+        "x_q) from ridge_predict's linear coefficients, not only by Monte Carlo: a test 'within 4 "
+        "standard errors' has a slack of (4 - |z|) standard errors whose spread is itself ~0.6 "
+        "standard errors, never 3x firm (seeds 0-4: ratio 2.3). K = 32 -> 64 context pairs for the "
+        "posterior mass (at K = 32 its slack over 0.99 was 1.1x the spread between pools; the mass "
+        "converges exponentially in K).")
 )
 
 

@@ -130,11 +130,11 @@ NOTE_INCONCLUSIVE = (
 
 
 NOTE_GRID = (
-    "version 3 (issue 19): the default grid is M in {2, 8, 32, 1024} (was 2, 4, 8, 16, 32, 64, "
-    "256, 1024). The decision reads only the smallest and the largest M, and every M trains from "
-    "its own generator on the same evaluation prompts, so the decided numbers are those of "
-    "version 2; the curve and M* have four points instead of eight (half the training). "
-    "'tmath sweep task_diversity --grid num_tasks=...' draws a finer grid."
+    msg("version 3 (issue 19): the default grid is M in {{2, 8, 32, 1024}} (was 2, 4, 8, 16, 32, "
+        "64, 256, 1024). The decision reads only the smallest and the largest M, and every M "
+        "trains from its own generator on the same evaluation prompts, so the decided numbers are "
+        "those of version 2; the curve and M* have four points instead of eight (half the "
+        "training). 'tmath sweep task_diversity --grid num_tasks=...' draws a finer grid.")
 )
 
 

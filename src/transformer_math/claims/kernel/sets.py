@@ -148,7 +148,7 @@ def _accuracy_figure(result: DeepSetsVsSetTransformerResult) -> Figure:
             Series(name, [float(s) for s, _ in curve], [a for _, a in curve], style="o-")
             for name, curve in result.curves.items()
         ],
-        hlines=[(0.5, "chance")],
+        hlines=[(0.5, msg("chance"))],
     )
 
 

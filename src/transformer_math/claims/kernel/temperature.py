@@ -36,7 +36,8 @@ def _entropy_figure(betas: list[float], entropies: list[float], n: int) -> Figur
         ylabel=msg("mean row entropy (nats)"),
         series=[Series(msg("measured (reference attention)"), betas, entropies, style="o-")],
         logx=True,
-        hlines=[(math.log(n), "log n: uniform (mean of V)"), (0.0, "0: arg-max (nearest)")],
+        hlines=[(math.log(n), msg("log n: uniform (mean of V)")),
+                (0.0, msg("0: arg-max (nearest)"))],
     )
 
 

@@ -200,5 +200,6 @@ def loss_figure(result: RopeExtrapolationResult) -> Figure:
         msg("copy loss (nats)"),
         [Series(f"{c.scheme}/{c.variant}", [b + cfg.bin_width / 2 for b in c.bin_starts],
                 c.loss) for c in result.curves],
-        hlines=[(result.chance_loss, "chance ln V")], vlines=[(float(cfg.train_len), "L_train")],
+        hlines=[(result.chance_loss, msg("chance ln V"))],
+        vlines=[(float(cfg.train_len), "L_train")],
     )

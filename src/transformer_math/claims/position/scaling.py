@@ -256,7 +256,7 @@ def _unseen_figure(unseen: Tensor, L: int, L_test: int, first_ood: int | None) -
         [Series(msg("unseen phase fraction"), list(range(unseen.numel())), unseen.tolist(),
                 kind="bar")],
         vlines=[(float(first_ood) if first_ood is not None else 0.0,
-                 "first pair with wavelength > L")],
+                 msg("first pair with wavelength > L"))],
     )
 
 

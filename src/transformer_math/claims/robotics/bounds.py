@@ -203,7 +203,7 @@ def check_chunked_error_bound(ctx: Context) -> Evidence:
                     [rows[k]["T^2 eps / k"] for k in CHUNKS], style="--"),
              Series(msg("(T/k)^2 eps (substitution)"), [float(k) for k in CHUNKS],
                     [rows[k]["(T/k)^2 eps"] for k in CHUNKS], style=":")],
-            logx=True, logy=True, hlines=[(float(HORIZON), "T (largest cost)")])],
+            logx=True, logy=True, hlines=[(float(HORIZON), msg("T (largest cost)"))])],
         margins=margins,
         seed_margins=seed_margins,
     )

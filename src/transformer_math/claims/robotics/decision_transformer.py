@@ -120,8 +120,8 @@ def _reachability_figure(res: robotics_dt.ReachabilityResult) -> Figure:
         msg("achieved return"),
         [Series(msg("achieved"), res.targets, res.achieved, style="o-"),
          Series(msg("target = achieved"), res.targets, res.targets, style="k:")],
-        vlines=[(res.data_min, "data min"), (res.data_max, "data max")],
-        hlines=[(res.optimum, "optimum")],
+        vlines=[(res.data_min, msg("data min")), (res.data_max, msg("data max"))],
+        hlines=[(res.optimum, msg("optimum"))],
     )
 
 

@@ -388,7 +388,7 @@ def check_qk_localization(ctx: Context) -> Evidence:
         xlabel=msg("eigenvalue variance of W_QK (measured by the monitor)"),
         ylabel=msg("mean attention entropy (nats)"),
         series=[Series(msg("measured"), [s**2 for s in stds], entropies, style="o-")],
-        hlines=[(math.log(n), "log n (uniform)")],
+        hlines=[(math.log(n), msg("log n (uniform)"))],
     )
     return Evidence(
         predicted="entropy increases with the eigenvalue variance at fixed mean",
