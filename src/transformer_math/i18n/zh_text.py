@@ -168,24 +168,10 @@ _NOTE_PATTERNS: list[tuple[str, str]] = [
          "holds only when n >> d.",
          "各设置中投影占矩阵乘法 FLOPs 的比例：{1} —— 种子的 '总计 O(n^2 d_k)' 只在 n >> d 时成"
          "立。"),
-    _pat("||J||_2 at c = {}: dot-product {}, L2 (tied W_K = W_Q) {}, dot-product on LayerNorm(X) "
-         "{}.",
-         "c = {1} 处的 ||J||_2：点积 {2}，L2（绑定 W_K = W_Q）{3}，作用于 LayerNorm(X) 的点积 "
-         "{4}。"),
-    _pat("||J||_2 at c = {}: dot-product {}, L2 (tied W_K = W_Q) {}, dot-product on LayerNorm(X) "
-         "{}, dot-product, spectrally normalised W {}, L2, untied W_K != W_Q {}.",
-         "c = {1} 处的 ||J||_2：点积 {2}，L2（绑定 W_K = W_Q）{3}，作用于 LayerNorm(X) 的点积 {4}，"
-         "谱归一化 W 的点积 {5}，不绑定 W_K != W_Q 的 L2 {6}。"),
     _pat("Attention outputs: distance to conv(V) by projected gradient <= {} (a second, "
          "weight-free view of the same fact).",
          "注意力输出：用投影梯度法求得到 conv(V) 的距离 <= {1}（对同一事实的第二种、与权重无关的视"
          "角）。"),
-    _pat("Naive formula, non-finite outputs per case: large (1e4), float32: {}, very negative "
-         "(-1e4), float32: {}, moderate, float32: {}, large (1e4), float64: {}, very negative "
-         "(-1e4), float64: {}, moderate, float64: {}.",
-         "朴素公式在各情形下的非有限输出数：大（1e4），float32：{1}；很负（-1e4），float32：{2}；适"
-         "中，float32：{3}；大（1e4），float64：{4}；很负（-1e4），float64：{5}；适中，float64："
-         "{6}。"),
 ]
 
 # --- notes: computation, expressivity ----------------------------------------------------------
@@ -750,11 +736,6 @@ _NOTE_PATTERNS += [
          "004:162-167（版本 2，issue 18）：种子在同样分数上的 masked_fill(mask == 0, -1e9) 在含有允"
          "许 key 的行上与本项目一致（最大差 {1}），而给完全被掩码的行权重 {2}（= 1/{3}）；在 "
          "float16 分数上：{4}"),
-    _pat("k = 1..{}; pieces counted from the network's outputs on a uniform grid (slope changes "
-         "between cells, relative tolerance {}); the dyadic grid contains every breakpoint j/2^k "
-         "of t^k.",
-         "k = 1..{1}；分段数由网络在均匀网格上的输出计数（相邻格之间的斜率变化，相对容差 {2}）；二"
-         "进网格包含 t^k 的每个断点 j/2^k。"),
     _pat("Attention weights computed per set at n = {s}: SAB {s}, ISAB {s} (the tensors at the "
          "attention layers' hook_pattern, all heads).",
          "n = {1} 时每个集合计算的注意力权重数：SAB {2}，ISAB {3}（注意力层 hook_pattern 处的张量，"

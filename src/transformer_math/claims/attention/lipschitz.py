@@ -252,7 +252,8 @@ def check_not_globally_lipschitz(ctx: Context) -> Evidence:
     dot_exp, l2_exp, ln_exp, sn_exp, untied_exp = (fits[k] for k in names)
     nonfinite = sum(not math.isfinite(v) for vs in norms.values() for v in vs)
     exact, product = _deep_linear(ctx)
-    sn_top = norms[names[3]][-1]  # ||J|| of the spectrally normalised map; its W-norm product is 1
+    # ||J|| at the largest c; the spectrally normalised map's W-norm product is 1
+    dot_top, l2_top, ln_top, sn_top, untied_top = (norms[k][-1] for k in names)
     margins = [
         close_to("dot-product: growth exponent of ||J||_2", dot_exp, 2.0, abs_=0.25),
         at_most("L2 attention: growth exponent of ||J||_2", l2_exp, 0.25),
@@ -285,8 +286,10 @@ def check_not_globally_lipschitz(ctx: Context) -> Evidence:
                 "L2 attention (tied keys), the dot product on LayerNorm-ed inputs, the dot product "
                 "with spectrally normalised projections, L2 attention with untied keys; then the "
                 "deep linear network's product of layer norms over its exact Lipschitz constant."),
-            f"||J||_2 at c = {grid[-1]:.0f}: "
-            + ", ".join(f"{k} {norms[k][-1]:.3g}" for k in names) + ".",
+            msg("||J||_2 at c = {c:.0f}: dot-product {dot:.3g}, L2 (tied W_K = W_Q) {l2:.3g}, "
+                "dot-product on LayerNorm(X) {ln:.3g}, dot-product, spectrally normalised W "
+                "{sn:.3g}, L2, untied W_K != W_Q {untied:.3g}.", c=grid[-1], dot=dot_top,
+                l2=l2_top, ln=ln_top, sn=sn_top, untied=untied_top),
             msg("The growth needs a suitable path: at generic inputs dot-product attention "
                 "saturates and its Jacobian stays bounded; Lipschitz constants are suprema, and "
                 "Kim et al.'s path (a token with x W_Q = 0, whose softmax row stays uniform) "

@@ -248,7 +248,7 @@ def check_stable_softmax(ctx: Context) -> Evidence:
         1,
     ))
     worst = max(float(r["max_abs_diff"]) for r in results.values())
-    naive_counts = {k: int(r["naive_nonfinite"]) for k, r in results.items()}
+    naive = {k: int(r["naive_nonfinite"]) for k, r in results.items()}
     return Evidence(
         predicted=0.0,
         measured=sig(worst) if math.isfinite(worst) else "inf/NaN",
@@ -256,8 +256,15 @@ def check_stable_softmax(ctx: Context) -> Evidence:
         verdict=decide(margins),
         notes=[
             msg("Value: worst max |stable_softmax - torch.softmax| over all cases and dtypes."),
-            "Naive formula, non-finite outputs per case: "
-            + ", ".join(f"{k}: {v}" for k, v in naive_counts.items()) + ".",
+            msg("Naive formula, non-finite outputs per case: large (1e4), float32: {large_32}, "
+                "very negative (-1e4), float32: {negative_32}, moderate, float32: {moderate_32}, "
+                "large (1e4), float64: {large_64}, very negative (-1e4), float64: {negative_64}, "
+                "moderate, float64: {moderate_64}.",
+                large_32=naive["large (1e4), float32"],
+                negative_32=naive["very negative (-1e4), float32"],
+                moderate_32=naive["moderate, float32"], large_64=naive["large (1e4), float64"],
+                negative_64=naive["very negative (-1e4), float64"],
+                moderate_64=naive["moderate, float64"]),
         ],
         details={"rows": rows, "keys": n, "cases": results},
         margins=margins,

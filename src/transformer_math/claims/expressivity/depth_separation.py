@@ -123,9 +123,9 @@ def check_depth_separation(ctx: Context) -> Evidence:
         verdict=decide(margins),
         margins=margins,
         notes=[
-            f"k = {ks[0]}..{ks[-1]}; pieces counted from the network's outputs on a uniform "
-            "grid (slope changes between cells, relative tolerance 1e-9); the dyadic grid "
-            "contains every breakpoint j/2^k of t^k.",
+            msg("k = {k_first}..{k_last}; pieces counted from the network's outputs on a "
+                "uniform grid (slope changes between cells, relative tolerance 1e-9); the dyadic "
+                "grid contains every breakpoint j/2^k of t^k.", k_first=ks[0], k_last=ks[-1]),
             msg("Shallow nets: {value} random one-hidden-layer nets per width m in {{4, 16, 64}} "
                 "with breakpoints at random points of the counting grid ({cells} cells of [0, "
                 "1]), so each breakpoint is one slope change; coinciding breakpoints merge. "
