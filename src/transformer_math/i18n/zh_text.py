@@ -634,13 +634,6 @@ _NOTE_PATTERNS += [
          "早先 default 规模的运行（种子 {1}），逐步奇偶性草稿组使用不受限的相对注意力：{2}（对前一"
          "个 token 的注意力被远处的 key 稀释）；用覆盖训练序列的窗口时：{3}（可能是 BOS——一个可能的"
          "注意力汇——离开了窗口；未验证）。见 experiments/parity_scratchpad.py。"),
-    _pat("token-wise Bayes ceiling (exact) {}; tolerance: float rounding (exact evaluation on all "
-         "{}^{} inputs).",
-         "逐 token 贝叶斯上限（精确）{1}；容差：浮点舍入（在全部 {2}^{3} 个输入上精确评估）。"),
-    _pat("Tolerance: float rounding (exact evaluation on all {}^{} inputs). 'Fits' means accuracy "
-         ">= {} (chance is 1/V).",
-         "容差：浮点舍入（在全部 {1}^{2} 个输入上精确评估）。'拟合' 指准确率 >= {3}（随机水平为 "
-         "1/V）。"),
     _pat("version 2 (issue 14): three seeds, worst seed decides; falsifier = planted bug "
          "icl.ahn-gamma-is-sigma in theory/icl_construction.py (it was a swap of the prediction); "
          "threshold {} unchanged",
@@ -676,12 +669,6 @@ _NOTE_PATTERNS += [
          "（f = 0.8, 1, 1.25）的相对 RMS；三个种子，按最差者判定；证伪器 = theory/icl_baselines.py "
          "中植入的 bug icl.line-search-eta-per-pair（线搜索的 eta 小了 n 倍）；原先是未训练的模型。"
          "阈值 {1} 由 tiny 规模下的种子 0-4 确定（见 issue 14 的报告）。"),
-    _pat("{} points per set uniform in [0, 1]^2, r = {} (seed {}; balanced: positive fraction {}), "
-         "sets with D in [r/1.5, 1.5 r] not drawn; {} Adam steps of batch {} (one-cycle, peak lr "
-         "{}), {} held-out sets; parameters {s}.",
-         "每个集合 {1} 个在 [0, 1]^2 上均匀分布的点，r = {2}（种子 {3}；平衡：正例比例 {4}），不抽"
-         "取 D 落在 [r/1.5, 1.5 r] 内的集合；{5} 步批大小 {6} 的 Adam（one-cycle，峰值 lr {7}），"
-         "{8} 个留出集合；参数量 {9}。"),
     _pat("Required gap {} (set from a 5-seed sweep at size tiny, version 2): the held-out accuracy "
          "has standard error <= 0.5/sqrt({}) = {}.",
          "要求的差距 {1}（由 tiny 规模下 5 个种子的扫描确定，版本 2）：留出准确率的标准误 <= "

@@ -148,11 +148,12 @@ def check_component_ablation(ctx: Context) -> Evidence:
     cfg = res.config
     if res.exact_eval:  # all V^n inputs evaluated: exact accuracies, tolerance = float rounding
         tol = 1e-9
-        tol_text = f"float rounding (exact evaluation on all {cfg.spec.vocab_size}^" \
-            f"{cfg.spec.seq_len} inputs)"
+        tol_text = msg("float rounding (exact evaluation on all {vocab_size}^{seq_len} inputs)",
+                       vocab_size=cfg.spec.vocab_size, seq_len=cfg.spec.seq_len)
     else:
         tol = 3 * math.sqrt(0.25 / cfg.train.eval_size)
-        tol_text = f"3 binomial standard errors over {cfg.train.eval_size} evaluation sequences"
+        tol_text = msg("3 binomial standard errors over {eval_size} evaluation sequences",
+                       eval_size=cfg.train.eval_size)
     margins, seed_margins = ablation_margins(sweep, tol)
     arms = list(res.results)
     return Evidence(
@@ -174,8 +175,8 @@ def check_component_ablation(ctx: Context) -> Evidence:
                 seq_len=cfg.spec.seq_len, num_classes=cfg.spec.num_classes,
                 embed_dim=cfg.embed_dim, num_heads=cfg.num_heads, steps=cfg.train.steps,
                 batch_size=cfg.train.batch_size, arms=arms, len_seeds=len(sweep.seeds)),
-            f"token-wise Bayes ceiling (exact) {res.tokenwise_ceiling:.4f}; tolerance: "
-            f"{tol_text}.",
+            msg("token-wise Bayes ceiling (exact) {ceiling:.4f}; tolerance: {tolerance}.",
+                ceiling=res.tokenwise_ceiling, tolerance=tol_text),
             _NOTES_SEED,
             "Version 3 (issue 31): no longer refuted: the seed margin 'attention alone falls "
             "short' is dropped (the seed qualifies '缺一不可' itself, 000:703, 751, 795), so "

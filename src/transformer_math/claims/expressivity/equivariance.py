@@ -180,13 +180,15 @@ def check_no_position_fit(ctx: Context) -> Evidence:
     if res.exact_eval:
         # every one of the V^n inputs evaluated once: exact accuracies, ceiling exact on the same
         # inputs; the inequality is exact and the tolerance is float rounding only
-        tol, tol_text = 1e-9, f"float rounding (exact evaluation on all {cfg.spec.vocab_size}^" \
-            f"{cfg.spec.seq_len} inputs)"
+        tol = 1e-9
+        tol_text = msg("float rounding (exact evaluation on all {vocab_size}^{seq_len} inputs)",
+                       vocab_size=cfg.spec.vocab_size, seq_len=cfg.spec.seq_len)
     else:
         # accuracy over eval_size sequences: 3 binomial standard errors at p = 1/2 (positions of
         # one sequence are correlated, so the sequence count is the honest sample size)
         tol = 3 * math.sqrt(0.25 / cfg.train.eval_size)
-        tol_text = f"3 binomial standard errors over {cfg.train.eval_size} evaluation sequences"
+        tol_text = msg("3 binomial standard errors over {eval_size} evaluation sequences",
+                       eval_size=cfg.train.eval_size)
     fit_threshold = 0.9
     margins = [
         sweep.at_most("free_minus_ceiling", tol, "no-position accuracy - equivariant ceiling"),
@@ -208,7 +210,8 @@ def check_no_position_fit(ctx: Context) -> Evidence:
                 "seed.", task=cfg.task, seq_len=cfg.spec.seq_len, vocab_size=cfg.spec.vocab_size,
                 num_layers=cfg.num_layers, embed_dim=cfg.embed_dim, steps=cfg.train.steps,
                 equivariant_ceiling=res.equivariant_ceiling, len_seeds=len(sweep.seeds)),
-            f"Tolerance: {tol_text}. 'Fits' means accuracy >= 0.9 (chance is 1/V).",
+            msg("Tolerance: {tolerance}. 'Fits' means accuracy >= 0.9 (chance is 1/V).",
+                tolerance=tol_text),
             msg("issue 12 (tiny failed at seed 0: 20 steps fitted nothing, 0.36 with positions): "
                 "tiny now trains 500 steps x batch 64 and evaluates on all 4^4 = 256 inputs, so "
                 "the accuracies and the ceiling are exact and the no-position bound is an exact "

@@ -169,11 +169,14 @@ def _pairwise_notes(cfg: DeepSetsVsSetTransformerConfig, sweep: PerSeed,
     se = 0.5 / math.sqrt(cfg.eval_sets)
     gap = sweep["gap"]
     return [
-        f"{cfg.set_size} points per set uniform in [0, 1]^{cfg.point_dim}, "
-        f"r = {result.radius:.4f} (seed {cfg.seed}; balanced: positive fraction "
-        f"{result.positive_fraction:.3f}), sets with D in [r/{cfg.band}, {cfg.band} r] not "
-        f"drawn; {cfg.train_steps} Adam steps of batch {cfg.batch_size} (one-cycle, peak lr "
-        f"{cfg.lr}), {cfg.eval_sets} held-out sets; parameters {result.parameters}.",
+        msg("{set_size} points per set uniform in [0, 1]^{point_dim}, r = {radius:.4f} (seed "
+            "{seed}; balanced: positive fraction {positive_fraction:.3f}), sets with D in "
+            "[r/{band}, {band} r] not drawn; {train_steps} Adam steps of batch {batch_size} "
+            "(one-cycle, peak lr {lr}), {eval_sets} held-out sets; parameters {parameters}.",
+            set_size=cfg.set_size, point_dim=cfg.point_dim, radius=result.radius, seed=cfg.seed,
+            positive_fraction=result.positive_fraction, band=cfg.band,
+            train_steps=cfg.train_steps, batch_size=cfg.batch_size, lr=cfg.lr,
+            eval_sets=cfg.eval_sets, parameters=result.parameters),
         msg("Seeds {seeds}: gap mean {mean_value:.4f}, spread {spread_value:.4f}, min "
             "{min_gap:.4f}; the margin is the worst seed's gap.", seeds=sweep.seeds,
             mean_value=sweep.mean('gap'), spread_value=sweep.spread('gap'), min_gap=min(gap)),
