@@ -41,9 +41,6 @@ _LABELS: dict[str, str] = {
     "bound prod (1 + K_l)": "界 prod (1 + K_l)",
     "bound prod (1 - K_l) (smallest singular value)": "界 prod (1 - K_l)（最小奇异值）",
     # attention
-    "dot-product": "点积",
-    "dot-product on LayerNorm(X)": "作用于 LayerNorm(X) 的点积",
-    "L2 (tied W_K = W_Q)": "L2（绑定 W_K = W_Q）",
     "value": "数值",
     "unscaled": "未缩放",
     # icl
@@ -83,13 +80,6 @@ _LABEL_PATTERNS: list[tuple[str, str]] = [
 
 # --- notes: architecture -------------------------------------------------------------------------
 _NOTES: dict[str, str] = {
-    "Numerical optimum (Approach 3 constants E 1.69, A 406.4, B 410.7, alpha 0.339, beta 0.285): "
-    "N_opt ~ C^0.457; tokens/param grows from 23 (1e19) to 62 (1e24), so '20' holds only near the "
-    "small end (the Epoch replication, Besiroglu et al. 2024, gives ~20 throughout).": (
-        "数值最优（Approach 3 常数 E 1.69, A 406.4, B 410.7, alpha 0.339, beta 0.285）：N_opt ~ "
-        "C^0.457；每参数 token 数从 23（1e19）增长到 62（1e24），所以 '20' 只在小算力一端成立"
-        "（Epoch 的复现，Besiroglu et al. 2024，全程给出 ~20）。"
-    ),
     "|dLoss/dW2| of the last block's FFN output weight, mean of 3 Xavier draws per depth L in [2, "
     "4, 8, 16], project blocks (d = 64, 4 heads, causal, a final LayerNorm for Pre-LN), "
     "cross-entropy through a linear head on random vectors; 3 seeds, the pass condition on the "
@@ -112,29 +102,6 @@ _NOTES: dict[str, str] = {
         "把 FFN 子层在没有残差和归一化的情况下复合（种子的反面）；若保留 LayerNorm，复合与尺度无"
         "关，其对数范数变化率在不同种子间改变符号（-0.07..0.07）。"
     ),
-    "Values: relative asymmetry ||A - A^T||_F / ||A||_F with W_Q = W_K, the smallest over 8 "
-    "sequences x 2 heads; predicted from the row normalisers Z_i alone (exp(S_ij) / Z_i).": (
-        "数值：W_Q = W_K 时的相对不对称度 ||A - A^T||_F / ||A||_F，取 8 个序列 x 2 个头中的最小值；"
-        "仅由行归一化常数 Z_i 预测（exp(S_ij) / Z_i）。"
-    ),
-    "Exact values: weights (0.40111, 0.19778, 0.40111), output (6.0167, 3.9833). The seed's 6.01 "
-    "comes from its rounded weights (0.401 * 15 = 6.015); the exact first coordinate 6.0167 would "
-    "round to 6.02. A rounding detail, not an error of the method.": (
-        "精确值：权重 (0.40111, 0.19778, 0.40111)，输出 (6.0167, 3.9833)。种子的 6.01 来自其舍入后"
-        "的权重（0.401 * 15 = 6.015）；精确的第一个坐标 6.0167 应舍入为 6.02。这是舍入细节，而非方"
-        "法错误。"
-    ),
-    "Seed (004 table): W_Q,W_K,W_V = 98,304, W_O = 262,144, total 360,448 (~360K). Measured: "
-    "W_Q,W_K,W_V = 786,432 weights (787,968 with biases), total 1,048,576 weights, 1,050,624 "
-    "parameters = 4*512^2 + 4*512.": (
-        "种子（004 的表格）：W_Q,W_K,W_V = 98,304，W_O = 262,144，总计 360,448（~360K）。实测："
-        "W_Q,W_K,W_V = 786,432 个权重（含偏置 787,968），共 1,048,576 个权重，1,050,624 个参数 = "
-        "4*512^2 + 4*512。"
-    ),
-    "torch.nn.MultiheadAttention(512, 8) has 1,050,624; GQA with H_kv = 2 has 656,640 (predicted "
-    "656,640).": "torch.nn.MultiheadAttention(512, 8) 有 1,050,624 个；H_kv = 2 的 GQA 有 656,640 "
-                 "个"
-    "（预测 656,640）。",
     "Values: growth exponents of ||J||_2 in c (fit over c >= 50) for the dot product, L2 attention "
     "(tied keys) and the dot product on LayerNorm-ed inputs.": (
         "数值：||J||_2 关于 c 的增长指数（在 c >= 50 上拟合），分别对点积、L2 注意力（绑定 key）和"
@@ -306,16 +273,6 @@ _NOTES.update({
         "容差 1e-10：两侧均为 float64；它们只在求和顺序和 softmax 的减最大值上不同（相对舍入误差约 "
         "1e-15）。"
     ),
-    "Tolerances: the slope is fitted over a 64-256x range of m from Monte-Carlo RMS values whose "
-    "own relative error is ~10-20% (heavy-tailed lognormal estimates), hence +-0.1 on the slope "
-    "and 25% on the ratio to Performer's variance formula; Bias: |mean relative error| at m = 1024 "
-    "<= 0.02, pooled over 32 x 64 estimates (its standard error is ~0.002, so 0.02 is ~10 "
-    "standard errors; the falsifier's bias is exp(beta) - 1 >= 0.133).": (
-        "容差：斜率在 m 的 64-256 倍范围上拟合，所用蒙特卡洛 RMS 值自身的相对误差约为 10-20%（重尾"
-        "的对数正态估计），因此斜率容差 +-0.1，与 Performer 方差公式之比容差 25%；偏差：m = 1024 "
-        "时 |mean relative error| <= 0.02，汇总 32 x 64 个估计（其标准误约 0.002，所以 0.02 约为 "
-        "10 个标准误；证伪器的偏差为 exp(beta) - 1 >= 0.133）。"
-    ),
 })
 
 _NOTE_PATTERNS += [
@@ -408,8 +365,6 @@ _NOTE_PATTERNS += [
 
 # --- labels and notes of the claims added or revised in issue 18 -------------------------------
 _LABELS.update({
-    "dot-product, spectrally normalised W": "点积，谱归一化的 W",
-    "L2, untied W_K != W_Q": "L2，不绑定 W_K != W_Q",
 })
 
 _LABEL_PATTERNS += [

@@ -238,10 +238,11 @@ def check_chinchilla(ctx: Context) -> Evidence:
             "encodes D = 20 N and C = 6 N D, an identity; and its 'refuted' was a literal. Now "
             "the cost is counted, the optimum is found numerically on the fitted loss surface, "
             "and the seed's example is tested against both (seed_margins)."),
-            f"Numerical optimum (Approach 3 constants E 1.69, A 406.4, B 410.7, alpha 0.339, "
-            f"beta 0.285): N_opt ~ C^{slope:.3f}; tokens/param grows from {ratios[0]:.0f} "
-            f"(1e19) to {ratios[-1]:.0f} (1e24), so '20' holds only near the small end (the "
-            "Epoch replication, Besiroglu et al. 2024, gives ~20 throughout).",
+            msg("Numerical optimum (Approach 3 constants E 1.69, A 406.4, B 410.7, alpha 0.339, "
+                "beta 0.285): N_opt ~ C^{slope:.3f}; tokens/param grows from {ratio_low:.0f} "
+                "(1e19) to {ratio_high:.0f} (1e24), so '20' holds only near the small end (the "
+                "Epoch replication, Besiroglu et al. 2024, gives ~20 throughout).", slope=slope,
+                ratio_low=ratios[0], ratio_high=ratios[-1]),
             f"Seed's example: 6 N D = {seed_cost:.2g} = {seed_cost / SEED_C:.0f} x its budget; "
             f"the optimum at C = 1e21 is N = {at_seed_c.params:.3g}, D = {at_seed_c.tokens:.3g}; "
             f"N_opt(1e21) / N(D = 1e9) = {ratio_200:.0f} (seed 200); log10(N_opt(1e21) / 5.5e5) "

@@ -138,15 +138,18 @@ def check_multihead_param_count(ctx: Context) -> Evidence:
         tolerance="exact (integer counts); the seed's 'about 360K' within 5 %",
         verdict=decide(margins, seed_margins),
         notes=[
-            f"Seed (004 table): W_Q,W_K,W_V = {seed_qkv:,}, W_O = {seed_wo:,}, total "
-            f"{seed_total:,} (~360K). Measured: W_Q,W_K,W_V = {qkv_weights:,} weights "
-            f"({qkv_measured:,} with biases), total {measured_weights:,} weights, {measured:,} "
-            "parameters = 4*512^2 + 4*512.",
+            msg("Seed (004 table): W_Q,W_K,W_V = {seed_qkv:,}, W_O = {seed_wo:,}, total "
+                "{seed_total:,} (~360K). Measured: W_Q,W_K,W_V = {qkv_weights:,} weights "
+                "({qkv_measured:,} with biases), total {measured_weights:,} weights, "
+                "{measured:,} parameters = 4*512^2 + 4*512.", seed_qkv=seed_qkv, seed_wo=seed_wo,
+                seed_total=seed_total, qkv_weights=qkv_weights, qkv_measured=qkv_measured,
+                measured_weights=measured_weights, measured=measured),
             msg("Correct statement: h heads of d x d_k projections make one d x d matrix per role, "
                 "so MHA has 4 d^2 (+ 4 d biases) parameters, the same as one d x d_k = d x d head, "
                 "independent of h. The seed's row forgets the factor h."),
-            f"torch.nn.MultiheadAttention(512, 8) has {torch_count:,}; GQA with "
-            f"H_kv = 2 has {gqa_count:,} (predicted {gqa_predicted:,}).",
+            msg("torch.nn.MultiheadAttention(512, 8) has {torch_count:,}; GQA with H_kv = 2 has "
+                "{gqa_count:,} (predicted {gqa_predicted:,}).", torch_count=torch_count,
+                gqa_count=gqa_count, gqa_predicted=gqa_predicted),
         ],
         details={
             "measured": measured, "correct": correct, "measured_weights": measured_weights,

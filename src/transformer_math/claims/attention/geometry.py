@@ -122,9 +122,9 @@ def check_asymmetry(ctx: Context) -> Evidence:
         tolerance="S symmetric to 1e-12; A asymmetric >= 1e-3; A_ij/A_ji = Z_j/Z_i to 1e-9 (log)",
         verdict=decide(margins),
         notes=[
-            "Values: relative asymmetry ||A - A^T||_F / ||A||_F with W_Q = W_K, the smallest over "
-            f"{batch} sequences x {heads} heads; predicted from the row normalisers Z_i alone "
-            "(exp(S_ij) / Z_i).",
+            msg("Values: relative asymmetry ||A - A^T||_F / ||A||_F with W_Q = W_K, the smallest "
+                "over {batch} sequences x {heads} heads; predicted from the row normalisers Z_i "
+                "alone (exp(S_ij) / Z_i).", batch=batch, heads=heads),
             msg("||S - S^T|| / ||S|| = {s_asym:.1e}; identity log A_ij - log A_ji = log Z_j - log "
                 "Z_i holds to {identity_err:.1e}; with untied W_Q != W_K the asymmetry is "
                 "{untied_asym:.3f}.", s_asym=s_asym, identity_err=identity_err,

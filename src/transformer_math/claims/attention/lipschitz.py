@@ -109,11 +109,11 @@ def _lipschitz_maps(ctx: Context) -> dict[str, Path]:
         return l2_self_attention(x.unsqueeze(0), w_q, w_v, w_o, num_heads=1, w_k=w_k).output[0]
 
     return {
-        "dot-product": (dot_product, _kim_path(base, w_q, w_k)),
-        "L2 (tied W_K = W_Q)": (l2, _kim_path(base, w_q, w_q)),
-        "dot-product on LayerNorm(X)": (normed, _kim_path(base, w_q, w_k)),
-        "dot-product, spectrally normalised W": (spectral, _kim_path(base, w_q, w_k)),
-        "L2, untied W_K != W_Q": (l2_untied, _kim_path(base, w_q, w_k)),
+        msg("dot-product"): (dot_product, _kim_path(base, w_q, w_k)),
+        msg("L2 (tied W_K = W_Q)"): (l2, _kim_path(base, w_q, w_q)),
+        msg("dot-product on LayerNorm(X)"): (normed, _kim_path(base, w_q, w_k)),
+        msg("dot-product, spectrally normalised W"): (spectral, _kim_path(base, w_q, w_k)),
+        msg("L2, untied W_K != W_Q"): (l2_untied, _kim_path(base, w_q, w_k)),
     }
 
 

@@ -329,10 +329,11 @@ def check_hand_example(ctx: Context) -> Evidence:
         tolerance="weights 5e-4 (3 printed decimals), output 0.01; closed form 1e-12",
         verdict=decide(margins),
         notes=[
-            f"Exact values: weights ({exact_w[0]:.5f}, {exact_w[1]:.5f}, {exact_w[2]:.5f}), "
-            f"output ({exact_o[0]:.4f}, {exact_o[1]:.4f}). The seed's 6.01 comes from its "
-            "rounded weights (0.401 * 15 = 6.015); the exact first coordinate 6.0167 would "
-            "round to 6.02. A rounding detail, not an error of the method.",
+            msg("Exact values: weights ({w_0:.5f}, {w_1:.5f}, {w_2:.5f}), output ({o_0:.4f}, "
+                "{o_1:.4f}). The seed's 6.01 comes from its rounded weights (0.401 * 15 = "
+                "6.015); the exact first coordinate 6.0167 would round to 6.02. A rounding "
+                "detail, not an error of the method.", w_0=exact_w[0], w_1=exact_w[1],
+                w_2=exact_w[2], o_0=exact_o[0], o_1=exact_o[1]),
         ],
         details={"scale": default_scale(2), "weights": weights, "output": output,
                  "exact_weights": exact_w, "exact_output": exact_o},

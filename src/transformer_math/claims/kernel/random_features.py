@@ -112,12 +112,13 @@ def _notes(pairs: int, d: int, redraws: int, m_max: int, bias_tol: float,
     return [
         msg("{pairs} unit-norm (q, k) pairs in d={d}, kernel exp(beta q.k), {redraws} independent "
             "redraws of an iid Gaussian projection per m.", pairs=pairs, d=d, redraws=redraws),
-        "Tolerances: the slope is fitted over a 64-256x range of m from Monte-Carlo RMS "
-        "values whose own relative error is ~10-20% (heavy-tailed lognormal estimates), "
-        "hence +-0.1 on the slope and 25% on the ratio to Performer's variance formula; "
-        f"Bias: |mean relative error| at m = {m_max} <= {bias_tol}, pooled over "
-        f"{redraws} x {pairs} estimates (its standard error is ~0.002, so {bias_tol} is "
-        "~10 standard errors; the falsifier's bias is exp(beta) - 1 >= 0.133).",
+        msg("Tolerances: the slope is fitted over a 64-256x range of m from Monte-Carlo RMS "
+            "values whose own relative error is ~10-20% (heavy-tailed lognormal estimates), "
+            "hence +-0.1 on the slope and 25% on the ratio to Performer's variance formula; "
+            "Bias: |mean relative error| at m = {m_max} <= {bias_tol}, pooled over {redraws} x "
+            "{pairs} estimates (its standard error is ~0.002, so {bias_tol} is ~10 standard "
+            "errors; the falsifier's bias is exp(beta) - 1 >= 0.133).", m_max=m_max,
+            bias_tol=bias_tol, redraws=redraws, pairs=pairs),
         msg("Changed for issue 12: the bias test was a z-score (|z| <= 4) at m = 64, a statistic "
         "whose spread between seeds is ~1 by construction, so its margin could never be "
         "three times the spread; now an absolute bias at the largest m, and 32 (was 10) "
