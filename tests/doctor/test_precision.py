@@ -23,7 +23,7 @@ def _low(model: torch.nn.Module, dtype: torch.dtype) -> torch.nn.Module:
 
 
 CHECKS = ["cache.consistency", "rope.relativity", "attention.recompute",
-          "attention.causal-leakage"]
+          "attention.causal-leakage", "depth.gradients"]
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -34,7 +34,7 @@ def test_healthy_low_precision_model_is_not_flagged_and_says_what_it_upcast(dtyp
     info = dg.by_check("checkpoint.dtype")
     assert len(info) == 1 and info[0].details["dtype"] == str(dtype).removeprefix("torch.")
     for f in dg.findings:
-        upcast = f.check in precision.NEEDS_FLOAT32
+        upcast = precision.needs_float32(f.check, torch.device("cpu"))
         assert ("upcast" in f.details) == upcast, f.check
         assert next(model.parameters()).dtype == dtype  # the model itself is not converted
 
@@ -51,6 +51,21 @@ def test_upcast_too_big_is_skipped_with_the_reason(monkeypatch):
     model = _low(zoo.zoo_model("llama-gqa").build(), torch.bfloat16)
     dg = examine(model, checks=["cache.consistency"])
     assert dg.skipped["cache.consistency"].startswith("needs float32")
+
+
+def test_a_backward_check_on_a_cpu_model_runs_in_float32_or_says_why_not(monkeypatch):
+    """depth.gradients differentiates through the model: on a CPU bfloat16 model it runs on
+    the float32 copy (bf16 matmul backward has no fast CPU kernel), and a copy too big is a
+    skip naming that reason; on CUDA it would stay in the model's dtype."""
+    assert precision.needs_float32("depth.gradients", torch.device("cpu"))
+    assert not precision.needs_float32("depth.gradients", torch.device("cuda"))
+    assert precision.needs_float32("cache.consistency", torch.device("cuda"))
+    model = _low(zoo.zoo_model("llama-gqa").build(), torch.bfloat16)
+    found = examine(model, checks=["depth.gradients"]).by_check("depth.gradients")
+    assert found and all(f.details.get("upcast") == "bfloat16 -> float32" for f in found)
+    monkeypatch.setattr(precision, "UPCAST_LIMIT_BYTES", 1000)
+    dg = examine(model, checks=["depth.gradients"])
+    assert "differentiates through the model" in dg.skipped["depth.gradients"]
 
 
 def test_load_dtype_keeps_float32_unless_it_does_not_fit():

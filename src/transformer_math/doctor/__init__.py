@@ -239,19 +239,23 @@ def _low_precision(subject: Subject) -> Any:
 
 def _precision_findings(subject: Subject) -> list[Finding]:
     """An info finding when the probes run in low precision (``doctor/precision.py``)."""
-    from transformer_math.doctor.precision import NEEDS_FLOAT32
+    from transformer_math.doctor import precision
 
     dtype = _low_precision(subject)
     if dtype is None:
         return []
     name = str(dtype).removeprefix("torch.")
+    device = subject.engine._device
+    upcast = sorted(c for c in precision.NEEDS_FLOAT32 | precision.FLOAT32_BACKWARD
+                    if precision.needs_float32(c, device))
     return [Finding(
         "checkpoint.dtype", Severity.INFO,
         f"the probes run in {name} (a float32 copy of the model would not fit in half the "
-        f"available memory); {', '.join(sorted(NEEDS_FLOAT32))} run on a float32 copy of the "
+        f"available memory); {', '.join(upcast)} run on a float32 copy of the "
         "probed model",
-        meaning=f"statistics are computed in float32 from {name} activations; the two checks "
-                "that compare differently rounded computations need float32",
+        meaning=f"statistics are computed in float32 from {name} activations; the checks "
+                "that compare differently rounded computations need float32, and on a CPU "
+                "those that differentiate through the model run faster in it",
         fix="none needed; for float32 probes everywhere run on a machine with more memory",
         source="issue 36 item 4; doctor/precision.py", details={"dtype": name})]
 
@@ -262,10 +266,10 @@ def _run_in_precision(check: Check, subject: Subject) -> list[Finding]:
     from transformer_math.doctor import precision
     from transformer_math.doctor.engines import ProjectEngine
 
-    dtype = _low_precision(subject) if check.name in precision.NEEDS_FLOAT32 else None
-    if dtype is None:
-        return check.run(subject)
+    dtype = _low_precision(subject)
     engine = subject.engine
+    if dtype is None or not precision.needs_float32(check.name, engine._device):
+        return check.run(subject)
     assert isinstance(engine, ProjectEngine)
     need = precision.float32_bytes(engine.model)
     if need > precision.UPCAST_LIMIT_BYTES:

@@ -11,8 +11,17 @@ positions give other angles), so in 8 significand bits their difference is round
 bug. Every other check either computes its statistic in float32 from hooked tensors or
 compares against thresholds far above the rounding.
 
-So :data:`NEEDS_FLOAT32` run on a float32 copy of the probed model (the sampled one under a
-budget) when that copy fits in :data:`UPCAST_LIMIT_BYTES`; their findings say so
+A second reason, speed: :data:`FLOAT32_BACKWARD` differentiate through the model (vector-
+Jacobian products), and on a CPU without bfloat16 instructions torch's bfloat16 matmul backward
+``grad @ W`` runs a generic kernel (measured on this project's 2-core AVX2 machine, 2026-12-04,
+(64 x 4096) @ (4096 x 1024): 1.86 s in bfloat16 against 0.066 s through float32, 28x). On the
+8B bfloat16 run its first backward had not finished after 12 minutes of a 10-minute budget. On
+a CPU model they run on the float32 copy too (their statistics are gradient norms in a band of
+10x per layer, far above bfloat16 rounding); on CUDA they stay in the model's dtype.
+
+So :data:`NEEDS_FLOAT32` (and on CPU :data:`FLOAT32_BACKWARD`) run on a float32 copy of the
+probed model (the sampled one under a budget) when that copy fits in
+:data:`UPCAST_LIMIT_BYTES`; their findings say so
 (``details["upcast"]``); when it does not fit they are skipped with the reason.
 
 Loading (:func:`load_dtype`): a checkpoint is loaded in float32 (the checks' tolerances are set
@@ -32,7 +41,10 @@ from torch import nn
 from transformer_math.doctor.findings import Finding
 
 NEEDS_FLOAT32 = frozenset({"cache.consistency", "rope.relativity"})
+FLOAT32_BACKWARD = frozenset({"depth.gradients", "depth.residual-path"})
 UPCAST_LIMIT_BYTES = 2 << 30
+"""The largest float32 copy made: the doctor's memory goal is peak RSS <= the model's size +
+2 GB (issue 36 item 2)."""
 FLOAT32_SHARE = 0.5
 LOW_PRECISION = (torch.bfloat16, torch.float16)
 
@@ -91,9 +103,16 @@ def mark_upcast(finding: Finding, dtype: torch.dtype) -> Finding:
         details={**dict(finding.details), "upcast": f"{name} -> float32"})
 
 
+def needs_float32(check: str, device: torch.device) -> bool:
+    """Whether ``check`` runs on a float32 copy of a low-precision model on ``device``."""
+    return check in NEEDS_FLOAT32 or (check in FLOAT32_BACKWARD and device.type == "cpu")
+
+
 def too_big_reason(check: str, need: int, dtype: torch.dtype) -> str:
     name = str(dtype).removeprefix("torch.")
-    return (f"needs float32 ({check} compares two computations that round differently in "
-            f"{name}), and a float32 copy of the probed model would take {need / 1e9:.3g} GB "
-            f"> {UPCAST_LIMIT_BYTES / 1e9:.3g} GB")
+    why = (f"{check} differentiates through the model, and {name} matmul backward has no fast "
+           f"CPU kernel here" if check in FLOAT32_BACKWARD and check not in NEEDS_FLOAT32 else
+           f"{check} compares two computations that round differently in {name}")
+    return (f"needs float32 ({why}), and a float32 copy of the probed model would take "
+            f"{need / 1e9:.3g} GB > {UPCAST_LIMIT_BYTES / 1e9:.3g} GB")
 
