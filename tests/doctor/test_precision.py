@@ -68,6 +68,30 @@ def test_a_backward_check_on_a_cpu_model_runs_in_float32_or_says_why_not(monkeyp
     assert "differentiates through the model" in dg.skipped["depth.gradients"]
 
 
+def test_the_float32_copy_is_converted_directly_and_keeps_ties():
+    model = _low(zoo.zoo_model("llama-gqa").build(), torch.bfloat16)
+    model.lm_head.weight = model.embed_tokens.weight
+    copy32 = precision.upcast(model)
+    assert {p.dtype for p in copy32.parameters()} == {torch.float32}
+    assert copy32.lm_head.weight is copy32.embed_tokens.weight
+    assert next(model.parameters()).dtype == torch.bfloat16
+    for a, b in zip(model.parameters(), copy32.parameters(), strict=True):
+        assert torch.equal(a.float(), b)
+
+
+def test_a_copy_beyond_the_limit_is_made_only_within_the_memory_goal(monkeypatch):
+    """Past UPCAST_LIMIT_BYTES the copy must keep the resident set within the model's size +
+    the limit (the doctor's peak RSS goal)."""
+    limit = precision.UPCAST_LIMIT_BYTES
+    assert precision.upcast_fits(limit, None)
+    monkeypatch.setattr(precision, "resident_bytes", lambda: 4 << 30)
+    assert precision.upcast_fits(7 << 30, 16 << 30)  # 4 + 7 <= 16 + 2
+    assert not precision.upcast_fits(15 << 30, 16 << 30)  # 4 + 15 > 18
+    assert not precision.upcast_fits(3 << 30, None)  # no model size known: the plain limit
+    monkeypatch.setattr(precision, "resident_bytes", lambda: None)
+    assert not precision.upcast_fits(3 << 30, 16 << 30)
+
+
 def test_load_dtype_keeps_float32_unless_it_does_not_fit():
     shapes = {"a": (1000, 1000)}  # 4 MB in float32
     assert precision.load_dtype(shapes, memory=10 << 20) == "float32"

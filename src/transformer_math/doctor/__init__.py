@@ -22,6 +22,7 @@ checks run forward passes on synthetic inputs drawn from a seeded generator, thr
 from __future__ import annotations
 
 import fnmatch
+import math
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -271,11 +272,14 @@ def _run_in_precision(check: Check, subject: Subject) -> list[Finding]:
     if dtype is None or not precision.needs_float32(check.name, engine._device):
         return check.run(subject)
     assert isinstance(engine, ProjectEngine)
-    need = precision.float32_bytes(engine.model)
-    if need > precision.UPCAST_LIMIT_BYTES:
-        raise NotApplicable(precision.too_big_reason(check.name, need, dtype))
-    subject.engine = subject.cached(f"engine:float32:{id(engine)}",
-                                    lambda: ProjectEngine(precision.upcast(engine.model)))
+    key = f"engine:float32:{id(engine)}"
+    if key not in subject.scratch.get("cache", {}):  # the copy is made once per run
+        need = precision.float32_bytes(engine.model)
+        stored = (None if subject.shapes is None else dtype.itemsize * sum(
+            math.prod(s) for s in subject.shapes.values()))
+        if not precision.upcast_fits(need, stored):
+            raise NotApplicable(precision.too_big_reason(check.name, need, dtype))
+    subject.engine = subject.cached(key, lambda: ProjectEngine(precision.upcast(engine.model)))
     try:
         found = check.run(subject)
     finally:
