@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from transformer_math.i18n.message import msg
 from transformer_math.robotics.envs.bimodal import (
     OBSTACLE,
     BimodalConfig,
@@ -159,7 +160,7 @@ def run(config: MultimodalConfig, progress: Progress = None) -> MultimodalResult
                  generator=torch.Generator().manual_seed(config.seed + 1),
                  progress=stage(config.mse_steps, 2 * config.act_steps))
     act_policy.generator.manual_seed(config.seed + 2)
-    label = ("ACT (CVAE, z sampled per episode)" if config.use_latent
+    label = (msg("ACT (CVAE, z sampled per episode)") if config.use_latent
              else f"ACT architecture, no latent, {config.reconstruction_loss} (falsifier)")
     outcomes["act_sampled"] = evaluate(act_policy, task, starts, label, config.num_plot_paths)
     # a second, independent latent per start (same starts): does z choose the side?

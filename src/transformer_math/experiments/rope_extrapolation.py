@@ -431,7 +431,7 @@ def run(config: RopeExtrapolationConfig,
     notes = [
         msg("dynamic NTK is evaluated in one full forward pass at the evaluation length, so every "
             "position uses the base for that length (factor 1: b' = b (L/L0)^(d/(d-2)))"),
-        "no fine-tuning after scaling (PI is known to need fine-tuning)",
+        msg("no fine-tuning after scaling (PI is known to need fine-tuning)"),
     ]
     return RopeExtrapolationResult(config, curves, train_loss, seconds,
                                    math.log(config.vocab_size), notes)

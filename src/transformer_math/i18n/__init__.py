@@ -13,9 +13,8 @@ figure labels, the report's headings) is written in English and translated here:
   ``msg("variance {var:.3g} at d_k = {d_k}", var=..., d_k=...)``) is rendered from the message
   catalog (:mod:`~transformer_math.i18n.catalog`, gettext ``.po``/``.mo`` files) with its own
   arguments. A plain string is looked up as an argument-free msgid of the catalog, then as an
-  exact entry of :data:`~transformer_math.i18n.zh_text.ZH_TEXT`, then by the first matching
-  pattern of :data:`~transformer_math.i18n.zh_text.ZH_PATTERNS` (the regular expressions left
-  from before the catalogs, being migrated to messages), else it is returned unchanged;
+  exact entry of :data:`~transformer_math.i18n.zh_text.ZH_TEXT` (the few texts not yet made as
+  messages where they are formatted), else it is returned unchanged;
   :func:`translated` says whether a translation exists, so tests can measure coverage. A claim
   entry read back from JSON gets its messages back with
   :func:`~transformer_math.i18n.message.revive`.
@@ -25,7 +24,6 @@ Pure data and string functions; no project imports besides the catalogs (any lay
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,27 +31,18 @@ from transformer_math.i18n import catalog
 from transformer_math.i18n.message import Message, msg, revive, with_messages
 from transformer_math.i18n.ui import UI
 from transformer_math.i18n.zh_statements import ZH_STATEMENTS
-from transformer_math.i18n.zh_text import ZH_PATTERNS, ZH_TEXT
+from transformer_math.i18n.zh_text import ZH_TEXT
 
 LANGS = ("en", "zh")
 
 __all__ = ["LANGS", "Message", "check_lang", "has_statement", "msg", "revive", "statement",
            "text", "translated", "ui", "with_messages"]
 
-_COMPILED: list[tuple[re.Pattern[str], str]] = []
-
-
 def check_lang(lang: str) -> str:
     """``lang`` if it is one of :data:`LANGS`, else a ``ValueError`` naming the argument."""
     if lang not in LANGS:
         raise ValueError(f"lang must be one of {list(LANGS)}, got {lang!r}")
     return lang
-
-
-def _patterns() -> list[tuple[re.Pattern[str], str]]:
-    if len(_COMPILED) != len(ZH_PATTERNS):
-        _COMPILED[:] = [(re.compile(rx), template) for rx, template in ZH_PATTERNS]
-    return _COMPILED
 
 
 def _zh(s: str) -> str | None:
@@ -64,13 +53,7 @@ def _zh(s: str) -> str | None:
     found = catalog.exact(s, "zh")
     if found is not None:
         return found
-    if s in ZH_TEXT:
-        return ZH_TEXT[s]
-    for rx, template in _patterns():
-        m = rx.fullmatch(s)
-        if m is not None:
-            return m.expand(template)
-    return None
+    return ZH_TEXT.get(s)
 
 
 def translated(s: str, lang: str = "zh") -> bool:

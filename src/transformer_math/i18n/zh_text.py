@@ -1,36 +1,19 @@
-"""Chinese for the free text checks produce: notes, figure titles, axis and series labels.
+"""Chinese for free text that checks still produce as plain strings (exact matches only).
 
-``ZH_TEXT`` maps an exact English string to its Chinese; ``ZH_PATTERNS`` is a list of
-``(regular expression, template)``: the expression must match the whole English text, and the
-template (``re.Match.expand`` syntax, ``\\1`` or ``\\g<name>``) keeps the numbers it captured.
-
-Most patterns are written with :func:`_pat`: an English template whose ``{}`` marks a number and
-``{s}`` any text (both captured in order, ``1, 2, ...``), and a Chinese template that puts the
-captures back as ``{1}``, ``{2}``, ...; :func:`_pat` escapes the literal parts and turns the
-Chinese template into ``\\g<1>``, ``\\g<2>``, .... Labels that are only symbols or formulas
-(``d_k``, ``1/(n+1)``, ``Var(scale * q.k)``) are the same in both languages and have no entry.
+Notes, figure titles and axis, series and line labels are translated where they are formatted:
+a claim writes ``msg("English template {name:.3g}", name=...)`` and the Chinese template lives in
+the gettext catalog (``locale/zh/LC_MESSAGES/transformer_math.po``, :mod:`.catalog`). What is
+left here is ``ZH_TEXT``, English text mapped to its Chinese, for texts that are not (yet) made
+as messages at their source: names that are data keys as well as labels (``measured``,
+``value``, ``position``), texts composed from tables of records (the citation audits of
+``computation.circuit-class-audit`` and ``robotics.paper-reports``, whose Chinese reorders the
+fields), and entries no current claim prints. The regular expressions that matched English
+output after the fact are gone (issue 37). Labels that are only symbols or formulas (``d_k``,
+``1/(n+1)``, ``Var(scale * q.k)``) are the same in both languages and have no entry.
 Terminology follows the main seed (``000``), as in :mod:`.zh_statements`.
 """
 
 from __future__ import annotations
-
-import re
-
-NUMBER = r"(-?(?:\d[\d,]*(?:\.\d*)?(?:e[-+]?\d+)?|\.\d+|inf|nan))"
-"""A number as checks print it: ``3``, ``-0.25``, ``1,050,624``, ``5.9e-03``, ``inf``."""
-
-_ANY = r"(.+?)"
-
-
-def _pat(english: str, chinese: str) -> tuple[str, str]:
-    """``(regex, template)`` from templates with ``{}`` (a number) and ``{s}`` (any text)."""
-    pieces = re.split(r"(\{\}|\{s\})", english)
-    rx = "".join(
-        NUMBER if p == "{}" else _ANY if p == "{s}" else re.escape(p) for p in pieces
-    )
-    template = re.sub(r"\{(\d+)\}", r"\\g<\1>", chinese.replace("\\", "\\\\"))
-    return rx, template
-
 
 # --- figure titles, axis labels, series and line labels (exact) --------------------------------
 _LABELS: dict[str, str] = {
@@ -66,17 +49,11 @@ _LABELS: dict[str, str] = {
     "RoFormer relative upper bound": "RoFormer 相对上界",
     # computation
     # full-tier figures (read from the checks' source)
-    "induction 0.5": "归纳分数 0.5",
     "step": "步数",
     "position": "位置",
     "expert": "专家",
 }
 
-_LABEL_PATTERNS: list[tuple[str, str]] = [
-    _pat("Outer-product memory, d = {}: retrieval vs N/d", "外积记忆，d = {1}：检索随 N/d 的变化"),
-    _pat("d={}, base {}", "d={1}，底数 {2}"),
-    # full-tier figures
-]
 
 # --- notes: architecture -------------------------------------------------------------------------
 _NOTES: dict[str, str] = {
@@ -114,32 +91,6 @@ _NOTES: dict[str, str] = {
     ),
 }
 
-_NOTE_PATTERNS: list[tuple[str, str]] = [
-    _pat("Seed's example: 6 N D = {} = {} x its budget; the optimum at C = {} is N = {}, D = {}.",
-         "种子的例子：6 N D = {1} = 其预算的 {2} 倍；C = {3} 处的最优是 N = {4}, D = {5}。"),
-    _pat("Inference-aware (Sardana et al.), C = {}, {} inference tokens: N = {} ({} tokens/param) "
-         "instead of {}, total FLOPs {} %.",
-         "考虑推理（Sardana et al.），C = {1}，{2} 个推理 token：N = {3}（每参数 {4} 个 token），而"
-         "不是 {5}，总 FLOPs {6} %。"),
-    _pat("max_l L K_l = {} (the unscaled branch norm); without residuals the norm goes from {} "
-         "(L={}) to {} (L={}).",
-         "max_l L K_l = {1}（未缩放的分支范数）；没有残差时，范数从 {2}（L={3}）变为 {4}"
-         "（L={5}）。"),
-    _pat("Values for B = {}, n = {}, d = {}, H = {}: FLOPs of the four projections (8 n d^2 per "
-         "sequence) and of Q K^T plus A V (4 n^2 d). All {} settings match exactly (the last with "
-         "grouped key/value heads).",
-         "B = {1}, n = {2}, d = {3}, H = {4} 时的数值：四个投影的 FLOPs（每个序列 8 n d^2）以及 Q "
-         "K^T 加 A V 的 FLOPs（4 n^2 d）。全部 {5} 种设置都精确吻合（最后一种使用分组 key/value "
-         "头）。"),
-    _pat("Projection share of the product FLOPs per setting: {s} — the seed's 'total O(n^2 d_k)' "
-         "holds only when n >> d.",
-         "各设置中投影占矩阵乘法 FLOPs 的比例：{1} —— 种子的 '总计 O(n^2 d_k)' 只在 n >> d 时成"
-         "立。"),
-    _pat("Attention outputs: distance to conv(V) by projected gradient <= {} (a second, "
-         "weight-free view of the same fact).",
-         "注意力输出：用投影梯度法求得到 conv(V) 的距离 <= {1}（对同一事实的第二种、与权重无关的视"
-         "角）。"),
-]
 
 # --- notes: computation, expressivity ----------------------------------------------------------
 _NOTES.update({
@@ -228,27 +179,6 @@ _NOTES.update({
     ),
 })
 
-_NOTE_PATTERNS += [
-    _pat("{} random single-layer attention maps ({} heads, d = {}, float64) of the project's "
-         "Transformer: token embedding + sinusoidal position, one attention-only block without "
-         "norms, so the hidden state is x + Attn(x); the ids are passed with their attention mask "
-         "(all ones). Worst case over trials.",
-         "本项目 Transformer 的 {1} 个随机单层注意力映射（{2} 个头，d = {3}，float64）：token 嵌入 "
-         "+ 正弦位置，一个没有归一化的仅注意力块，因此隐藏状态为 x + Attn(x)；ids 连同其注意力掩码"
-         "（全为 1）一起传入。取各次试验中的最差情形。"),
-    _pat("first coordinate of some codes (trial {}): a@1 in ab: {}, a@1 in aa: {}, a@2 in ba: {}, "
-         "a@2 in aa: {}",
-         "部分编码的第一个坐标（试验 {1}）：ab 中的 a@1：{2}，aa 中的 a@1：{3}，ba 中的 a@2：{4}，"
-         "aa 中的 a@2：{5}"),
-    _pat("Random float64 models of experiments.presets.tiny_transformer_config ({} layers, d = {}, "
-         "no positions) on {} sequences of {} tokens over {}; the second batch keeps token 0 and "
-         "redraws the others. This is the structural fact behind the FFN-only ceiling of "
-         "expressivity.component-ablation, checked without training.",
-         "experiments.presets.tiny_transformer_config 的随机 float64 模型（{1} 层，d = {2}，无位"
-         "置），作用于 {3} 个长度为 {4}、取自 {5} 种 token 的序列；第二批保留 token 0、重新抽取其"
-         "余 token。这是 expressivity.component-ablation 中仅 FFN 上限背后的结构性事实，无需训练即"
-         "可检验。"),
-]
 
 # --- notes: icl, kernel ------------------------------------------------------------------------
 _NOTES.update({
@@ -275,28 +205,6 @@ _NOTES.update({
     ),
 })
 
-_NOTE_PATTERNS += [
-    _pat("d = {}, n = {}, Sigma with eigenvalues {s} in a random basis",
-         "d = {1}, n = {2}，Sigma 在随机基下的特征值为 {3}"),
-    _pat("the Monte Carlo optimum E[w h^T] E[h h^T]^-1 is within {} (relative Frobenius) of "
-         "Gamma^-1: reported, not a pass condition (its sampling error is not derived here)",
-         "蒙特卡洛最优 E[w h^T] E[h h^T]^-1 与 Gamma^-1 相差在 {1} 以内（相对 Frobenius）：仅报告，"
-         "不作为通过条件（此处未推导其抽样误差）"),
-    _pat("d = {}, N = {}, x ~ U(-1, 1)^d, w ~ N(0, I), {} prompts, no noise",
-         "d = {1}, N = {2}，x ~ U(-1, 1)^d，w ~ N(0, I)，{3} 个提示，无噪声"),
-    _pat("kappa(M) = {}, A_0 = M^T/(|M|_1|M|_inf) from "
-         "theory.icl_construction.newton_schulz_initial",
-         "kappa(M) = {1}，A_0 = M^T/(|M|_1|M|_inf) 来自 "
-         "theory.icl_construction.newton_schulz_initial"),
-    _pat("{}x{} heads, {} queries, {} keys, d = {}, d_v = {}, m = {} random features; float64. "
-         "relu rows whose features are all zero get 0 on both sides (the project's convention).",
-         "{1}x{2} 个头，{3} 个 query，{4} 个 key，d = {5}, d_v = {6}，m = {7} 个随机特征；float64。"
-         "特征全为零的 relu 行在两侧都取 0（本项目的约定）。"),
-    _pat("max |MultiHeadAttention(x) - W_O concat_h NW_h(x)| over {s} outputs (float64, output "
-         "scale {}).",
-         "在 {1} 个输出上的 max |MultiHeadAttention(x) - W_O concat_h NW_h(x)|（float64，输出尺度 "
-         "{2}）。"),
-]
 
 # --- notes: longcontext, memory, position, robotics, spectrum ----------------------------------
 _NOTES.update({
@@ -326,49 +234,11 @@ _NOTES.update({
     ),
 })
 
-_NOTE_PATTERNS += [
-    _pat("Unit keys and values uniform on the sphere, d in {s}, N/d in {s}, {} independent "
-         "memories each; each memory is queried with all its keys; nearest-value decoding = "
-         "argmax_j v_j^T W k_i.",
-         "单位 key 和 value 在球面上均匀分布，d 取 {1}，N/d 取 {2}，各 {3} 个独立记忆；每个记忆用它"
-         "的全部 key 查询；最近 value 解码 = argmax_j v_j^T W k_i。"),
-    _pat("Crosstalk tolerance: {} standard errors of the mean over {} independent trials (a t-test "
-         "with {} degrees of freedom, two-sided p < {} per cell); the margin is the worst cell.",
-         "串扰容差：{2} 次独立试验均值的 {1} 个标准误（自由度为 {3} 的 t 检验，每格双侧 p < {4}）；"
-         "间隔取最差的一格。"),
-    _pat("At N = d the crosstalk equals the signal (mean square (d-1)/d, cosine ~{}) and yet "
-         "nearest-value decoding is right for >= {}% of the queries: 'interference equals signal' "
-         "(003:52) is a conservative capacity threshold; decoding fails only when sqrt(2/d + "
-         "N/d^2) nears 1/sqrt(2 ln N), N of order d^2/(2 ln N).",
-         "在 N = d 时串扰等于信号（均方 (d-1)/d，余弦 ~{1}），但最近 value 解码仍对 >= {2}% 的查询"
-         "正确：'干扰等于信号'（003:52）是一个保守的容量阈值；只有当 sqrt(2/d + N/d^2) 接近 "
-         "1/sqrt(2 ln N)，即 N 达到 d^2/(2 ln N) 的量级时，解码才会失败。"),
-    _pat("{} layer, hidden {}, {} heads, T = {}, W = {}; positions t = W-1..T-1",
-         "{1} 层，隐藏维 {2}，{3} 个头，T = {4}，W = {5}；位置 t = W-1..T-1"),
-    _pat("Untrained ACT (dim {}, latent {}, chunk {}); normalisation buffers at identity.",
-         "未训练的 ACT（维度 {1}，隐变量 {2}，动作块 {3}）；归一化缓冲区取恒等。"),
-    _pat("k = {}, {} steps; open loop (T_a = k) and replanning (T_a = 1) through the library's "
-         "make_executor.",
-         "k = {1}，{2} 步；通过库的 make_executor 执行开环（T_a = k）和重新规划（T_a = 1）。"),
-    _pat("Untrained DT (dim {}): the rollout's conditioning does not depend on the weights.",
-         "未训练的 DT（维度 {1}）：rollout 的条件不依赖于权重。"),
-    _pat("k = {}, {} steps, i.i.d. N(0, 1) chunk entries from the seed's generator; the library's "
-         "make_executor('act_ensemble', k) is driven by a scripted chunk stream.",
-         "k = {1}，{2} 步，动作块元素为来自该种子生成器的 i.i.d. N(0, 1)；库的 "
-         "make_executor('act_ensemble', k) 由脚本化的动作块流驱动。"),
-    _pat("Seed's version on the same heads: its eigvalsh monitor misses the constructed "
-         "mean/variance by up to {}; its kappa goes {} -> {} while the entropy rises {} -> {} "
-         "(correlation {}): the most localised heads have the smallest kappa.",
-         "种子的版本在同样的头上：其 eigvalsh 监测器与所构造的均值/方差相差至多 {1}；当熵从 {4} 上"
-         "升到 {5} 时，其 kappa 从 {2} 变为 {3}（相关系数 {6}）：最局部化的头 kappa 最小。"),
-]
 
 # --- labels and notes of the claims added or revised in issue 18 -------------------------------
 _LABELS.update({
 })
 
-_LABEL_PATTERNS += [
-]
 
 _NOTES.update({
     "Order: max |row sum - 1| and min weight over the full and causal arms; outputs certified "
@@ -391,74 +261,11 @@ _NOTES.update({
     ),
 })
 
-_NOTE_PATTERNS += [
-    _pat("Version 3 (issue 18): inference-aware tokens/param at the 1e21 optimum's loss for "
-         "inference demands {s}; at the D = 1e9 model's loss (N = {}, L = {}) with {} inference "
-         "tokens: N = {}, D_train = {}; the seed's N = 1e9 / 1800 = {} has L = {}; N_opt(1e21) / "
-         "N(D = 1e9) = {} (seed 200); log10(N_opt(1e21) / 5.5e5) = {} (seed: four orders)",
-         "版本 3（issue 18）：在 1e21 最优模型的损失下、考虑推理时的每参数 token 数，对各推理需求"
-         "为 {1}；在 D = 1e9 模型的损失下（N = {2}, L = {3}），{4} 个推理 token 时：N = {5}, "
-         "D_train = {6}；种子的 N = 1e9 / 1800 = {7} 的损失为 L = {8}；N_opt(1e21) / N(D = 1e9) = "
-         "{9}（种子为 200）；log10(N_opt(1e21) / 5.5e5) = {10}（种子：四个数量级）"),
-    _pat("d = {}; {} tokens with row means in [{}, {}] and scales {} .. {}; eps = {}; gamma ~ 1 + "
-         "{} N(0, 1), beta ~ {} N(0, 1) for the affine part",
-         "d = {1}；{2} 个 token，行均值取 [{3}, {4}]，尺度 {5} .. {6}；eps = {7}；仿射部分 gamma ~ "
-         "1 + {8} N(0, 1)，beta ~ {9} N(0, 1)"),
-    _pat("Jacobians by autograd at x = {} + sigma u for sigma in {s}: at eps = 0 |J| = 1/sigma (up "
-         "to {}); at eps = {} it saturates at 1/sqrt(eps) = {}",
-         "在 x = {1} + sigma u 处用 autograd 求雅可比，sigma 取 {2}：eps = 0 时 |J| = 1/sigma（最大"
-         "到 {3}）；eps = {4} 时它饱和于 1/sqrt(eps) = {5}"),
-    _pat("Version 3 (issue 18): the seed's 'one layer cannot distinguish all sequences' (000:739, "
-         "000:704) is a seed margin on the same measurement, and the check runs on every sequence "
-         "of {s} as well as the toy: one layer separates all {} codes, so the claim is refuted "
-         "(Kajitsuka & Sato 2024 prove it for any finite set, with one head of rank-1 weights).",
-         "版本 3（issue 18）：种子的 '一层无法区分所有序列'（000:739, 000:704）是同一测量上的种子间"
-         "隔，检查除玩具例子外还在 {1} 的每个序列上运行：一层就能分开全部 {2} 个编码，所以该说法被"
-         "驳斥（Kajitsuka & Sato 2024 对任意有限集证明了这一点，只需一个权重秩为 1 的头）。"),
-    _pat("version 2 (issue 18): the seed's Sigma^-1 (000:967) as a seed margin on the same moment: "
-         "max z vs Sigma^2 = {}; the Monte Carlo optimum is {} (relative Frobenius) from Sigma^-1 "
-         "and {} from Gamma^-1",
-         "版本 2（issue 18）：把种子的 Sigma^-1（000:967）作为同一矩上的种子间隔：相对 Sigma^2 的最"
-         "大 z = {1}；蒙特卡洛最优与 Sigma^-1 相差 {2}（相对 Frobenius），与 Gamma^-1 相差 {3}"),
-    _pat("seed's version: layers <= 2 log(1/eps) whatever kappa; measured {s} for eps = {} "
-         "(log(1/eps) = {})",
-         "种子的版本：无论 kappa 为多少，层数 <= 2 log(1/eps)；实测（eps = {2}，log(1/eps) = "
-         "{3}）：{1}"),
-    _pat("the seed's W_V is assembled block by block with torch.cat; for d >= {} torch rejects a "
-         "d x d block in the 1 x d label row (the shapes the construction needs)",
-         "种子的 W_V 用 torch.cat 逐块拼接；当 d >= {1} 时 torch 拒绝把 d x d 块放进 1 x d 的标签行"
-         "（这是该构造所需的形状）"),
-    _pat("eta = {}, N = {}, {} prompts per d; x, y, x_q ~ N(0, 1)",
-         "eta = {1}, N = {2}，每个 d 取 {3} 个提示；x, y, x_q ~ N(0, 1)"),
-    _pat("Gram matrices of one head on {} points (d = {}, d_k = {}): the module's own W_K (untied) "
-         "and W_K := W_Q (tied); the untied Gram equals exp of the module's logits (hook_scores), "
-         "a second computation of the same kernel.",
-         "一个头在 {1} 个点上的 Gram 矩阵（d = {2}, d_k = {3}）：用模块自己的 W_K（不绑定）和 W_K "
-         ":= W_Q（绑定）；不绑定的 Gram 矩阵等于模块 logits（hook_scores）的 exp，是对同一核的第二"
-         "种计算。"),
-    _pat("1 + q.k: {} queries, {} keys, N(0, I_{}); along q(t) = -t s/|s| (s = sum_j k_j) the "
-         "normaliser n - t |s| crosses 0 at t* = n/|s|.",
-         "1 + q.k：{1} 个 query，{2} 个 key，N(0, I_{3})；沿 q(t) = -t s/|s|（s = sum_j k_j），归一"
-         "化常数 n - t |s| 在 t* = n/|s| 处穿过 0。"),
-    _pat("uniqueness (000:614) in 2-D, {} random (m, n, t) in [{}, {}): the reflection family "
-         "R(mθ)F (θ = 1, F across the x-axis) is continuous in m, every member has det -1; A F^m "
-         "(A = R({}), F across the line at {} rad) alternates A and A F. With f(0) = I and f "
-         "continuous in real m, G is a one-parameter subgroup of O(2), hence R(mθ): the seed's "
-         "'continuity' is needed, and so is f(0) = I",
-         "唯一性（000:614），2-D，[{2}, {3}) 中 {1} 组随机 (m, n, t)：反射族 R(mθ)F（θ = 1，F 关于 "
-         "x 轴反射）对 m 连续，每个成员的行列式为 -1；A F^m（A = R({4})，F 关于 {5} rad 处的直线反"
-         "射）在 A 与 A F 之间交替。若 f(0) = I 且 f 对实数 m 连续，则 G 是 O(2) 的单参数子群，因此"
-         "是 R(mθ)：种子的 '连续性' 是必需的，f(0) = I 也是"),
-]
 
 # --- labels and notes of the full-tier claims (from `tmath verify --tier full --size tiny`) ----
 _LABELS.update({
-    "ACT (CVAE, z sampled per episode)": "ACT（CVAE，每个 episode 采样一次 z）",
-    "Q-learning": "Q 学习",
 })
 
-_LABEL_PATTERNS += [
-]
 
 _NOTES.update({
     "version 2 (issue 14): three seeds, worst seed decides; falsifier = planted bug "
@@ -548,112 +355,13 @@ _NOTES.update({
         "000:301 和 000:406（头太多会变差）与一种关系的那一行一致：误差随头大小 d/H 缩小而增大。种"
         "子说错的（000:311, 000:1393）是排序：在固定 d 下，许多小头并不优于一个大头。"
     ),
-    "no fine-tuning after scaling (PI is known to need fine-tuning)": (
-        "缩放后不做微调（已知 PI 需要微调）"
-    ),
 })
 
-_NOTE_PATTERNS += [
-    _pat("Heads sweep H = {s} at d = {}, n = {}, {} sequences, {} Adam steps (lr {}) per student; "
-         "measured values are relative squared errors in the order of the sweep.",
-         "头数扫描 H = {1}，d = {2}, n = {3}，{4} 个序列，每个学生模型 {5} 步 Adam（lr {6}）；实测"
-         "值是按扫描顺序排列的相对平方误差。"),
-    _pat("Time exponents (information, not the verdict; minimum over repeats, one thread): full "
-         "(thread) {}, full (wall) {}, linear (thread) {}, linear (wall) {}. Wall-clock exponents "
-         "are also benchmarks: tmath bench -k time-exponent.",
-         "时间指数（仅供参考，不参与判定；多次重复取最小，单线程）：完整（线程）{1}，完整（墙钟）"
-         "{2}，线性（线程）{3}，线性（墙钟）{4}。墙钟指数也是基准测试：tmath bench -k "
-         "time-exponent。"),
-    _pat("causal Transformer (experiments.presets), {} layers, d = {}, {} heads, learned relative "
-         "position bias; direct arm: unrestricted attention, scratchpad arm: sliding window of {} "
-         "tokens; {} steps x batch {}, lengths uniform in 1..{}; {} fresh strings per test length "
-         "(antithetic pairs: x and x with one random bit flipped), greedy autoregressive decoding "
-         "(every scratchpad token is the model's own).",
-         "因果 Transformer（experiments.presets），{1} 层，d = {2}，{3} 个头，可学习的相对位置偏"
-         "置；直接组：不受限的注意力，草稿组：{4} 个 token 的滑动窗口；{5} 步 x 批大小 {6}，长度在 "
-         "1..{7} 上均匀；每个测试长度 {8} 个新串（对偶对：x 以及翻转一个随机比特的 x），贪心自回归"
-         "解码（草稿中的每个 token 都由模型自己生成）。"),
-    _pat("Issue 12 (tiny size): L = {} with {} steps x batch {} and {} test strings never learnt "
-         "the scratchpad (min accuracy {s} over seeds {s}, all failed); now L = {}, {} steps x "
-         "batch {} at lr {}, {} test strings in antithetic pairs, tested at L, 4L and 8L. At this "
-         "size the direct arm is not yet at chance at 2L for every seed (seeds {s}: {s}), so 2L is "
-         "not among the tiny test lengths.",
-         "Issue 12（tiny 规模）：L = {1}、{2} 步 x 批大小 {3}、{4} 个测试串时从未学会草稿（种子 "
-         "{6} 上最低准确率 {5}，全部失败）；现在 L = {7}，{8} 步 x 批大小 {9}，lr {10}，{11} 个对偶"
-         "对测试串，在 L、4L 和 8L 处测试。在这个规模下，直接组并非对每个种子都在 2L 处降到随机水平"
-         "（种子 {12}：{13}），所以 2L 不在 tiny 的测试长度之中。"),
-    _pat("Earlier default runs (seed {}) with the running-parity arm on unrestricted relative "
-         "attention: {s} (attention to the previous token diluted by far keys); with a window "
-         "covering the training sequences: {s} (probably BOS, a likely attention sink, leaving the "
-         "window; not verified). See experiments/parity_scratchpad.py.",
-         "早先 default 规模的运行（种子 {1}），逐步奇偶性草稿组使用不受限的相对注意力：{2}（对前一"
-         "个 token 的注意力被远处的 key 稀释）；用覆盖训练序列的窗口时：{3}（可能是 BOS——一个可能的"
-         "注意力汇——离开了窗口；未验证）。见 experiments/parity_scratchpad.py。"),
-    _pat("version 2 (issue 14): three seeds, worst seed decides; falsifier = planted bug "
-         "icl.ahn-gamma-is-sigma in theory/icl_construction.py (it was a swap of the prediction); "
-         "threshold {} unchanged",
-         "版本 2（issue 14）：三个种子，由最差的种子决定；证伪器 = theory/icl_construction.py 中植"
-         "入的 bug icl.ahn-gamma-is-sigma（原先是替换预测）；阈值 {1} 不变"),
-    _pat("version 2 (issue 14), NARROWED: Raventos et al.'s 'closest to ridge for large M' is not "
-         "reproduced at tiny. At D = 1 the dMMSE of M = {} pool tasks nearly coincides with ridge "
-         "(fresh-task MSE {} vs {} at seed {}), so which one the model is closer to is noise "
-         "(seeds 1-2 failed that ordering before); where the two baselines do differ (seed {}, M = "
-         "{s}, {} steps) the trained model stays closer to dMMSE (d_dmmse {s} vs d_ridge {s}): "
-         "within this budget M* lies above {}, where dMMSE and ridge are no longer distinguishable "
-         "in D = 1. Larger D needs more steps than the tiny tier allows (issue 12: D = 2, M = 32 "
-         "did not learn in 1000 steps at d_model 16). What is decided: memorisation at the "
-         "smallest M and in-context regression on fresh tasks at the largest (the seed's 'task "
-         "memory' vs 'true ICL', 000:999), on every seed; the ridge-vs-dMMSE ordering at the "
-         "largest M is reported per seed.",
-         "版本 2（issue 14），已收窄：Raventos et al. 的 '对大 M 最接近岭回归' 在 tiny 规模下没有复"
-         "现。D = 1 时 M = {1} 个任务池的 dMMSE 几乎与岭回归重合（种子 {4} 上新任务 MSE 为 {2} 对 "
-         "{3}），所以模型更接近哪一个只是噪声（种子 1-2 此前在这一排序上失败）；在两个基线确实不同"
-         "之处（种子 {5}，M = {6}，{7} 步），训练后的模型更接近 dMMSE（d_dmmse {8} 对 d_ridge "
-         "{9}）：在这一预算下 M* 高于 {10}，而在那里 D = 1 时 dMMSE 与岭回归已无法区分。更大的 D 需"
-         "要比 tiny 层允许的更多步数（issue 12：D = 2, M = 32 在 d_model 16 下 1000 步没有学会）。"
-         "判定的内容是：在最小的 M 上是记忆，在最大的 M 上对新任务做上下文回归（种子的 '任务记忆' "
-         "对 '真正的 ICL'，000:999），每个种子都如此；最大 M 处岭回归与 dMMSE 的排序按种子报告。"),
-    _pat("ridge side at M = {} (reported): contrast (d_dmmse - d_ridge) / sum per seed {s}",
-         "M = {1} 处的岭回归一侧（仅报告）：各种子的对比度 (d_dmmse - d_ridge) / sum 为 {2}"),
-    _pat("version 2 (issue 14): the cosine of sensitivities does not depend on eta, so the "
-         "eta-sensitive relative RMS against GD(f eta*) (f = 0.8, 1, 1.25) was added; three seeds, "
-         "decided on the worst; falsifier = planted bug icl.line-search-eta-per-pair in "
-         "theory/icl_baselines.py (the line search's eta n times too small); it was the untrained "
-         "model. Threshold {} set from seeds 0-4 at tiny (see the report of issue 14).",
-         "版本 2（issue 14）：敏感度的余弦不依赖于 eta，因此新增了对 eta 敏感的、相对 GD(f eta*)"
-         "（f = 0.8, 1, 1.25）的相对 RMS；三个种子，按最差者判定；证伪器 = theory/icl_baselines.py "
-         "中植入的 bug icl.line-search-eta-per-pair（线搜索的 eta 小了 n 倍）；原先是未训练的模型。"
-         "阈值 {1} 由 tiny 规模下的种子 0-4 确定（见 issue 14 的报告）。"),
-    _pat("Required gap {} (set from a 5-seed sweep at size tiny, version 2): the held-out accuracy "
-         "has standard error <= 0.5/sqrt({}) = {}.",
-         "要求的差距 {1}（由 tiny 规模下 5 个种子的扫描确定，版本 2）：留出准确率的标准误 <= "
-         "0.5/sqrt({2}) = {3}。"),
-    _pat("The seed's 1600 vs ~18 is T^2 eps vs T^2 eps / k; its derivation ('substitute "
-         "T -> T/k') literally gives (T/k)^2 eps = {}. T^2 eps / k holds when each chunk errs with "
-         "probability eps and cost is counted per step; with eps per executed step the worst case "
-         "gives no gain (theory/compounding_error.py).",
-         "种子的 1600 对 ~18 是 T^2 eps 对 T^2 eps / k；其推导（'代入 T -> T/k'）按字面给出 "
-         "(T/k)^2 eps = {1}。当每个动作块以概率 eps 出错且代价按步计数时 T^2 eps / k 成立；若 eps "
-         "针对每个执行步，最坏情况下没有任何收益（theory/compounding_error.py）。"),
-    _pat("Issue 12: tiny trains {} steps on {} demos, horizon {}, k in {s}. Issue 14 (version 2): "
-         "on the worst of the seeds; 'error(second k) <= error(1)' and 'min_k error(k) <= 0.9 "
-         "error(1)' became 'error falls at every step of k' and 'error(k_max) <= 0.9 error(1)' "
-         "(what the statement says; the old pair let a queue that holds the first action of every "
-         "chunk pass: its k = 4 still beat k = 1 by 10-15 %, while its k = 16 was 1.4 x worse than "
-         "k = 1).",
-         "Issue 12：tiny 在 {2} 条演示上训练 {1} 步，时域 {3}，k 取 {4}。Issue 14（版本 2）：取各种"
-         "子中最差的；'error(second k) <= error(1)' 和 'min_k error(k) <= 0.9 error(1)' 改为 '误差"
-         "随 k 的每一步下降' 和 'error(k_max) <= 0.9 error(1)'（这正是陈述所说的；旧的一对条件会放"
-         "过一个保留每个动作块第一个动作的队列：它的 k = 4 仍比 k = 1 好 10-15 %，而它的 k = 16 比 "
-         "k = 1 差 1.4 倍）。"),
-]
 
 # --- labels and notes of the claims added late in issue 18 -------------------------------------
 _LABELS.update({
 })
 
-_LABEL_PATTERNS += [
-]
 
 _NOTES.update({
     "not refuted: O(log(1/eps)) layers at FIXED kappa (000:973's big-O for a strongly convex loss) "
@@ -671,18 +379,6 @@ _NOTES.update({
     ),
 })
 
-_NOTE_PATTERNS += [
-    _pat("004:162-167 (version 2, issue 18): the seed's masked_fill(mask == 0, -1e9) on the same "
-         "scores agrees with the project on rows with an allowed key (max difference {}) and gives "
-         "fully masked rows weights {} (= 1/{}); on float16 scores: {s}",
-         "004:162-167（版本 2，issue 18）：种子在同样分数上的 masked_fill(mask == 0, -1e9) 在含有允"
-         "许 key 的行上与本项目一致（最大差 {1}），而给完全被掩码的行权重 {2}（= 1/{3}）；在 "
-         "float16 分数上：{4}"),
-    _pat("Attention weights computed per set at n = {s}: SAB {s}, ISAB {s} (the tensors at the "
-         "attention layers' hook_pattern, all heads).",
-         "n = {1} 时每个集合计算的注意力权重数：SAB {2}，ISAB {3}（注意力层 hook_pattern 处的张量，"
-         "全部头）。"),
-]
 
 # --- notes: citation corrections of robotics.paper-reports -------------------------------------
 _ACT_SRC_EN = (
@@ -776,5 +472,3 @@ _NOTES.update({
 
 # --- catalog -----------------------------------------------------------------------------------
 ZH_TEXT: dict[str, str] = {**_LABELS, **_NOTES}
-
-ZH_PATTERNS: list[tuple[str, str]] = _LABEL_PATTERNS + _NOTE_PATTERNS

@@ -47,7 +47,7 @@ def induction_figure(c: TrainingCurves, r: InductionHeadsResult, cross: int | No
             Series(msg("1-layer control induction score"), [float(s) for s in r.control.steps],
                    r.control.max_induction(), "line", "--"),
         ],
-        vlines=[(float(cross), "induction 0.5")] if cross is not None else [],
+        vlines=[(float(cross), msg("induction 0.5"))] if cross is not None else [],
     )
 
 

@@ -32,7 +32,8 @@ STITCH_IN_DATA_TARGET = 3.0
 def _stitching_figure(res: robotics_dt.StitchingResult) -> Figure:
     """The greedy paths of Q-learning and of the DT asked for return 4."""
     fig_series = []
-    for name, roll, style in (("Q-learning", res.q_learning, "b-"), ("DT (R=4)", res.dt, "r--")):
+    for name, roll, style in ((msg("Q-learning"), res.q_learning, "b-"),
+                              ("DT (R=4)", res.dt, "r--")):
         cells = np.asarray(roll.cells, float)
         fig_series.append(Series(name, cells[:, 0].tolist(), cells[:, 1].tolist(), style=style))
     return Figure(msg("Stitching gridworld: paths from A (0,3); B (3,6), C (6,6), D (6,0)"),
