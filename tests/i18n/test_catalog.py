@@ -84,9 +84,10 @@ def test_exact_entries_are_chinese() -> None:
 # --- coverage on real labels and notes -------------------------------------------------------
 
 # Copied from `tmath verify --tier quick --size tiny --json` (seed 0): titles, axis, series and
-# line labels of several claims' figures, and notes with numbers that change between seeds, that
-# are still plain strings. Those made as messages (i18n.msg) are translated by the catalog and
-# checked in test_message_catalog.py (every msgid translated; real claims' Chinese unchanged).
+# line labels of several claims' figures. The claims make them as messages (i18n.msg) now; the
+# same text as a plain string is translated too (the catalog's argument-free msgid). Messages
+# with arguments are checked in test_message_catalog.py (every msgid translated; real claims'
+# Chinese unchanged).
 REAL_LABELS = [
     "M (elements)",
     "elements moved",
@@ -100,24 +101,31 @@ REAL_LABELS = [
     "L stacked GD layers: distance to OLS",
     "prior 1/M",
     "log n: uniform (mean of V)",
-    "N = d: crosstalk = signal",
     "pair index i (0 = highest frequency)",
     "Hahn bound 4 V e^{2B} ||W_O|| / N",
     "PARITY construction: decision margin vs n",
 ]
 
-REAL_NOTES = [
-    "Tolerance 1e-12: round-off only; the sides differ in the order of summation.",
-]
-
-
-@pytest.mark.parametrize("english", REAL_LABELS + REAL_NOTES)
+@pytest.mark.parametrize("english", REAL_LABELS)
 def test_real_text_is_translated_with_its_numbers(english: str) -> None:
     assert translated(english, "zh"), f"no Chinese for {english!r}"
     zh = text(english, "zh")
     assert zh != english and CJK.search(zh)
     missing = [n for n in _numbers(english) if n not in zh]
     assert not missing, f"numbers lost in translation of {english!r}: {missing}"
+
+
+def test_notes_composed_from_records_are_translated() -> None:
+    """What ZH_TEXT is left for: the notes two claims compose from their tables of records
+    (built here the way the claims build them)."""
+    from transformer_math.claims.computation.circuits import _AUDIT
+    from transformer_math.claims.robotics.sources import CORRECTIONS
+
+    notes = [f"{a['item']}: seed says {a['seed']}; source says {a['paper']} -> {a['status']}"
+             for a in _AUDIT]
+    notes += [f"000:{c.line}: {c.correct} ({c.source})" for c in CORRECTIONS]
+    missing = [n[:70] for n in notes if not translated(n, "zh")]
+    assert not missing, missing
 
 
 def test_untranslated_text_is_returned_unchanged() -> None:

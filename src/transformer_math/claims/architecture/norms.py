@@ -283,10 +283,11 @@ def check_pre_vs_post_norm(ctx: Context) -> Evidence:
                 "seeded both arms identically (its falsifier gave ratios of exactly 1 whatever the "
                 "slopes). Now each placement's own slope is measured, with independent draws per "
                 "arm."),
-            f"|dLoss/dW2| of the last block's FFN output weight, mean of {GRAD_DRAWS} Xavier "
-            f"draws per depth L in {GRAD_DEPTHS}, project blocks (d = {GRAD_SHAPE['dim']}, 4 "
-            "heads, causal, a final LayerNorm for Pre-LN), cross-entropy through a linear head "
-            f"on random vectors; {len(sweep.seeds)} seeds, the pass condition on the worst.",
+            msg("|dLoss/dW2| of the last block's FFN output weight, mean of {draws} Xavier draws "
+                "per depth L in {depths}, project blocks (d = {dim}, 4 heads, causal, a final "
+                "LayerNorm for Pre-LN), cross-entropy through a linear head on random vectors; "
+                "{seeds} seeds, the pass condition on the worst.", draws=GRAD_DRAWS,
+                depths=GRAD_DEPTHS, dim=GRAD_SHAPE['dim'], seeds=len(sweep.seeds)),
             msg("First sweep (5 seeds, 2 draws): Pre-LN -0.35..-0.44, Post-LN 0.05..0.16 (Post-LN "
                 "grows slightly: the theorem is a bound independent of L, not an equality)."),
         ],
