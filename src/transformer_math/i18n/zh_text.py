@@ -1,31 +1,21 @@
-"""Chinese for free text that checks still produce as plain strings (exact matches only).
+"""Chinese for the few notes that claims still compose as plain strings (exact matches only).
 
 Notes, figure titles and axis, series and line labels are translated where they are formatted:
 a claim writes ``msg("English template {name:.3g}", name=...)`` and the Chinese template lives in
-the gettext catalog (``locale/zh/LC_MESSAGES/transformer_math.po``, :mod:`.catalog`). What is
-left here is ``ZH_TEXT``, English text mapped to its Chinese, for texts that are not (yet) made
-as messages at their source: names that are data keys as well as labels (``measured``,
-``value``, ``position``), texts composed from tables of records (the citation audits of
-``computation.circuit-class-audit`` and ``robotics.paper-reports``, whose Chinese reorders the
-fields), and entries no current claim prints. The regular expressions that matched English
-output after the fact are gone (issue 37). Labels that are only symbols or formulas (``d_k``,
-``1/(n+1)``, ``Var(scale * q.k)``) are the same in both languages and have no entry.
+the gettext catalog (``locale/zh/LC_MESSAGES/transformer_math.po``, :mod:`.catalog`); a plain
+string equal to an argument-free msgid (a margin name, a table key such as ``measured``) is
+translated by the catalog too. What is left here is ``ZH_TEXT``: the whole English note mapped to
+its Chinese, for the notes two claims compose from their tables of records at run time,
+``computation.circuit-class-audit`` (``"{item}: seed says {seed}; source says {paper} ->
+{status}"``) and ``robotics.paper-reports`` (``"000:{line}: {correct} ({source})"``). Their
+Chinese reorders and rewords the fields (``种子（004 第 10 章，Theorem 2.3）说 ...``), so one
+template with nested messages would not give the same text; making each record's note a message
+of its own is the way to empty this table. The regular expressions that matched English output
+after the fact, and the exact entries of texts no claim prints any more, are gone (issue 37).
 Terminology follows the main seed (``000``), as in :mod:`.zh_statements`.
 """
 
 from __future__ import annotations
-
-# --- labels that are data keys too (the figures' own use of them is a message) ---------------
-_LABELS: dict[str, str] = {
-    "value": "数值",
-    "unscaled": "未缩放",
-    "residual": "残差",
-    "measured": "实测",
-    "risk": "风险",
-    "step": "步数",
-    "position": "位置",
-    "expert": "专家",
-}
 
 # --- notes: the citation audit of computation.circuit-class-audit ------------------------------
 # (composed as "{item}: seed says {seed}; source says {paper} -> {status}" from the claim's _AUDIT
@@ -151,4 +141,4 @@ _NOTES.update({
 })
 
 # --- catalog -----------------------------------------------------------------------------------
-ZH_TEXT: dict[str, str] = {**_LABELS, **_NOTES}
+ZH_TEXT: dict[str, str] = dict(_NOTES)
