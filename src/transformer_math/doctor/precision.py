@@ -80,18 +80,6 @@ def upcast(model: nn.Module) -> nn.Module:
     return copy.deepcopy(model, memo)
 
 
-def resident_bytes() -> int | None:
-    """This process's resident set size (``VmRSS`` of ``/proc/self/status``) in bytes."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
-
-
 def upcast_fits(need: int, model_bytes: int | None) -> bool:
     """Whether a float32 copy of ``need`` bytes may be made: always up to
     :data:`UPCAST_LIMIT_BYTES`; beyond, when the resident set after it stays within the
@@ -105,16 +93,26 @@ def upcast_fits(need: int, model_bytes: int | None) -> bool:
             and rss + need <= model_bytes + UPCAST_LIMIT_BYTES)
 
 
-def available_memory() -> int | None:
-    """``MemAvailable`` of ``/proc/meminfo`` in bytes (None where there is none)."""
+def _proc_kib(path: str, key: str) -> int | None:
+    """The ``key:`` line of a ``/proc`` file given in kB, in bytes (None where there is none)."""
     try:
-        with open("/proc/meminfo") as fh:
+        with open(path) as fh:
             for line in fh:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(key + ":"):
                     return int(line.split()[1]) * 1024
     except OSError:
         return None
     return None
+
+
+def available_memory() -> int | None:
+    """``MemAvailable`` of ``/proc/meminfo`` in bytes (None where there is none)."""
+    return _proc_kib("/proc/meminfo", "MemAvailable")
+
+
+def resident_bytes() -> int | None:
+    """This process's resident set size (``VmRSS`` of ``/proc/self/status``) in bytes."""
+    return _proc_kib("/proc/self/status", "VmRSS")
 
 
 def load_dtype(shapes: Mapping[str, tuple[int, ...]], memory: int | None = None) -> str:
