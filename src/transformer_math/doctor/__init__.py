@@ -22,7 +22,6 @@ checks run forward passes on synthetic inputs drawn from a seeded generator, thr
 from __future__ import annotations
 
 import fnmatch
-import math
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -273,10 +272,10 @@ def _run_in_precision(check: Check, subject: Subject) -> list[Finding]:
         return check.run(subject)
     assert isinstance(engine, ProjectEngine)
     key = f"engine:float32:{id(engine)}"
-    if key not in subject.scratch.get("cache", {}):  # the copy is made once per run
+    if not subject.has_cached(key):  # the copy is made once per run
         need = precision.float32_bytes(engine.model)
-        stored = (None if subject.shapes is None else dtype.itemsize * sum(
-            math.prod(s) for s in subject.shapes.values()))
+        stored = (None if subject.shapes is None
+                  else precision.stored_bytes(subject.shapes, dtype.itemsize))
         if not precision.upcast_fits(need, stored):
             raise NotApplicable(precision.too_big_reason(check.name, need, dtype))
     subject.engine = subject.cached(key, lambda: ProjectEngine(precision.upcast(engine.model)))

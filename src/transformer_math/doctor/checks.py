@@ -195,6 +195,10 @@ class Subject:
             store[key] = compute()
         return store[key]
 
+    def has_cached(self, key: str) -> bool:
+        """Whether :meth:`cached` already holds ``key`` in this run."""
+        return key in self.scratch.get("cache", {})
+
     def figure(self, name: str, data: Mapping[str, Any]) -> None:
         """Hand plot data to the report (``report.py`` draws figures it knows by name)."""
         self.scratch.setdefault("figures", {})[name] = dict(data)

@@ -80,6 +80,11 @@ def upcast(model: nn.Module) -> nn.Module:
     return copy.deepcopy(model, memo)
 
 
+def stored_bytes(shapes: Mapping[str, tuple[int, ...]], itemsize: int) -> int:
+    """Bytes of the ``shapes`` tensors at ``itemsize`` bytes per element."""
+    return itemsize * sum(math.prod(s) for s in shapes.values())
+
+
 def upcast_fits(need: int, model_bytes: int | None) -> bool:
     """Whether a float32 copy of ``need`` bytes may be made: always up to
     :data:`UPCAST_LIMIT_BYTES`; beyond, when the resident set after it stays within the
@@ -120,7 +125,7 @@ def load_dtype(shapes: Mapping[str, tuple[int, ...]], memory: int | None = None)
     :data:`FLOAT32_SHARE` of ``memory`` (default :func:`available_memory`), else ``"auto"``
     (the stored dtype)."""
     memory = available_memory() if memory is None else memory
-    need = 4 * sum(math.prod(s) for s in shapes.values())
+    need = stored_bytes(shapes, 4)
     if memory is None or need <= FLOAT32_SHARE * memory:
         return "float32"
     return "auto"
