@@ -13,6 +13,8 @@ from transformer_math.robotics.envs.vla_push import (
     VLAPushConfig,
     generate_vla_push_dataset,
     name_of,
+    relabel_scene,
+    sample_scene,
 )
 
 ENV_ID = VISION_ENV_IDS["vla-push"]
@@ -68,3 +70,41 @@ def test_held_out_pairs_are_never_named_in_training_and_are_the_held_out_sources
                for task in held.tasks)
     assert (train.lengths < cfg.horizon).all() and (held.lengths < cfg.horizon).all()
     assert train.images.shape == (60, cfg.horizon, 32, 32, 3)
+
+
+def test_instructions_per_scene_pairs_one_layout_with_different_instructions():
+    """Counterfactual groups: the same first frame, another (source, target) each episode,
+    and the held-out pairs still never named in training."""
+    cfg = VLAPushConfig()
+    data = generate_vla_push_dataset(cfg, 30, seed=0, instructions_per_scene=3)
+    names = [name_of(p) for p in HELD_OUT]
+    assert not any(n in task for task in data.tasks for n in names)
+    groups = [data.tasks[i:i + 3] for i in range(0, 30, 3)]
+    for g, tasks in enumerate(groups):
+        first = data.images[3 * g, 0]
+        assert all(np.array_equal(first, data.images[3 * g + j, 0]) for j in (1, 2))
+        pairs = {t.split(" the ", 1)[1].replace(" next to", " to").replace(" over to", " to")
+                 for t in tasks}
+        assert len(pairs) >= 2  # the words differ within a group (a layout of 3 allows 6 pairs)
+    assert (data.lengths < cfg.horizon).all()  # the expert still succeeds on every relabel
+    single = generate_vla_push_dataset(cfg, 4, seed=0)
+    assert np.array_equal(single.images[0], generate_vla_push_dataset(cfg, 4, seed=0).images[0])
+    for bad in (0, 31, 2.0, True):
+        with pytest.raises(ValueError, match="instructions_per_scene"):
+            generate_vla_push_dataset(cfg, 4, seed=0, instructions_per_scene=bad)
+
+
+def test_relabel_scene_keeps_the_split_rules():
+    rng = np.random.default_rng(0)
+    cfg = VLAPushConfig()
+    for split in ("train", "held_out"):
+        for _ in range(20):
+            scene, _ = sample_scene(cfg, rng, split)
+            new = relabel_scene(scene, rng, split)
+            assert new.positions is scene.positions and new.pairs == scene.pairs
+            assert new.source != new.target
+            assert (new.pairs[new.source] in HELD_OUT) == (split == "held_out")
+            assert new.pairs[new.target] not in HELD_OUT
+            assert name_of(new.pairs[new.source]) in new.task
+    with pytest.raises(ValueError, match="split"):
+        relabel_scene(scene, rng, "test")

@@ -52,6 +52,7 @@ class VLASize:
     steps: int
     batch_size: int
     lr: float
+    instructions_per_scene: int = 1
 
 
 SIZES: dict[str, VLASize] = {
@@ -139,6 +140,7 @@ def valid_steps(data: VLAPushDataset) -> tuple[np.ndarray, np.ndarray]:
 
 def train_vla(size: str = "tiny", seed: int = 0, *, steps: int | None = None,
               episodes: int | None = None, tokenizer: str = "bytes",
+              instructions_per_scene: int | None = None,
               progress: Callable[[float], None] | None = None,
               **overrides: object) -> tuple[VLAPolicy, list[float]]:
     """A VLA policy trained on expert demonstrations of the train split (deterministic in
@@ -149,7 +151,10 @@ def train_vla(size: str = "tiny", seed: int = 0, *, steps: int | None = None,
         raise ValueError(f"tokenizer must be one of {TOKENIZER_NAMES}, got {tokenizer!r}")
     config = vla_config(size, seed, **overrides)  # checks the size's name
     s = SIZES[size]
-    data = generate_vla_push_dataset(VLAPushConfig(), episodes or s.episodes, seed=seed)
+    per_scene = s.instructions_per_scene if instructions_per_scene is None else (
+        instructions_per_scene)
+    data = generate_vla_push_dataset(VLAPushConfig(), episodes or s.episodes, seed=seed,
+                                     instructions_per_scene=per_scene)
     bpe = None
     if tokenizer == "bpe":
         from dataclasses import replace

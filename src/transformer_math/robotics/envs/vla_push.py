@@ -215,11 +215,41 @@ class VLAPushDataset:
     tasks: list[str]
 
 
+def relabel_scene(scene: Scene, rng: np.random.Generator, split: str = "train") -> Scene:
+    """The same layout with another instruction: a (source, target) pair of the scene's objects
+    drawn uniformly among those ``split`` may name (train: neither a held-out pair; held_out: a
+    held-out source, a seen target), a template drawn afresh. ``scene`` itself is returned when
+    no other pair is allowed."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    n = len(scene.pairs)
+    allowed = [(i, j) for i in range(n) for j in range(n) if i != j
+               and (scene.pairs[i] in HELD_OUT) == (split == "held_out")
+               and scene.pairs[j] not in HELD_OUT and (i, j) != (scene.source, scene.target)]
+    if not allowed:
+        return scene
+    i, j = allowed[rng.integers(len(allowed))]
+    template = TEMPLATES[rng.integers(len(TEMPLATES))]
+    task = template.format(src=name_of(scene.pairs[i]), tgt=name_of(scene.pairs[j]))
+    return Scene(scene.pairs, scene.positions, i, j, task)
+
+
 def generate_vla_push_dataset(cfg: VLAPushConfig, num_episodes: int, seed: int,
-                              split: str = "train") -> VLAPushDataset:
-    """Roll out the scripted expert on ``num_episodes`` scenes of ``split`` (deterministic)."""
+                              split: str = "train", instructions_per_scene: int = 1
+                              ) -> VLAPushDataset:
+    """Roll out the scripted expert on ``num_episodes`` episodes of ``split`` (deterministic).
+
+    ``instructions_per_scene`` = m > 1: the episodes come in groups of m on one layout and
+    gripper start, each with another instruction (:func:`relabel_scene`; fewer when the layout
+    allows fewer). Within a group the first image is the same and only the words say where to
+    go: counterfactual demonstrations, so that a policy that ignores the instruction pays for
+    it in the loss on every group, not only on average over layouts."""
     if num_episodes < 1:
         raise ValueError(f"num_episodes must be >= 1, got {num_episodes}")
+    if isinstance(instructions_per_scene, bool) or not isinstance(
+            instructions_per_scene, int) or not 1 <= instructions_per_scene <= 30:
+        raise ValueError(f"instructions_per_scene must be an integer in [1, 30], got "
+                         f"{instructions_per_scene!r}")
     rng = np.random.default_rng(seed)
     t, s = cfg.horizon, cfg.image_size
     images = np.zeros((num_episodes, t, s, s, 3), np.uint8)
@@ -228,10 +258,21 @@ def generate_vla_push_dataset(cfg: VLAPushConfig, num_episodes: int, seed: int,
     lengths = np.full(num_episodes, t, np.int64)
     tasks = []
     idle = np.array([0.0, 0.0, -1.0], np.float32)
+    group: list[Scene] = []
+    start = np.zeros(2)
     for n in range(num_episodes):
-        scene, gripper = sample_scene(cfg, rng, split)
+        if n % instructions_per_scene == 0:
+            scene, start = sample_scene(cfg, rng, split)
+            group = [scene]
+        else:
+            scene = relabel_scene(group[0], rng, split)
+            for _ in range(8):  # another pair than the group's so far, when there is one
+                if all(scene.source != g.source or scene.target != g.target for g in group):
+                    break
+                scene = relabel_scene(group[0], rng, split)
+            group.append(scene)
         tasks.append(scene.task)
-        positions, held, done = scene.positions, None, False
+        positions, gripper, held, done = scene.positions, start, None, False
         for step in range(t):
             images[n, step] = render_scene(cfg, scene, positions, gripper)
             states[n, step] = (*gripper, float(held is not None))
