@@ -205,3 +205,59 @@ def test_the_policy_moves_between_dtypes_like_any_module():
         {k: (v.double() if isinstance(v, torch.Tensor) else v) for k, v in obs.items()})
     torch.testing.assert_close(wide.float(), single, rtol=0, atol=1e-4)
     assert _policy().to("cpu", torch.float32) is not None
+
+
+def test_conv_patch_tokens_are_the_grid_cells_in_row_major_order():
+    """Token r * g + c of the conv stem answers most to a change inside cell (r, c)."""
+    from transformer_math.robotics.policies.vision import ConvPatchEmbed
+
+    stem = build_seeded(lambda: ConvPatchEmbed(3, 32, 8), 0).eval()
+    img = torch.full((1, 3, 32, 32), 0.2)
+    base = stem(img)
+    assert base.shape == (1, 16, 32)
+    for r, c in [(0, 0), (1, 3), (3, 2)]:
+        poked = img.clone()
+        poked[:, :, 8 * r + 2: 8 * r + 6, 8 * c + 2: 8 * c + 6] = 1.0
+        change = (stem(poked) - base).abs().sum(-1)[0]
+        assert int(change.argmax()) == 4 * r + c
+    with pytest.raises(ValueError, match="power of two"):
+        ConvPatchEmbed(3, 32, 6)
+    with pytest.raises(ValueError, match="patch_embedding"):
+        _config(patch_embedding="resnet")
+
+
+def test_a_folder_saved_before_the_conv_stem_loads_as_linear(tmp_path):
+    """config.json without ``patch_embedding`` (folders of sessions 44-50) means "linear"."""
+    import json
+
+    policy = _policy(patch_embedding="linear")
+    policy.save_pretrained(tmp_path / "old")
+    path = tmp_path / "old" / "config.json"
+    doc = json.loads(path.read_text())
+    del doc["patch_embedding"]
+    path.write_text(json.dumps(doc))
+    loaded = load_policy(tmp_path / "old")
+    assert loaded.config.patch_embedding == "linear" and loaded.config == policy.config
+    assert _policy().config.patch_embedding == "conv"
+
+
+def test_the_scripted_expert_grabs_the_named_object_first():
+    result = evaluate(None, episodes=6)
+    assert result.successes == result.grabbed_any == result.grabbed_named == 6
+    assert result.as_dict()["grabbed_named"] == 6
+
+
+def test_input_ablation_reports_each_shuffled_input_and_restores_the_generator():
+    from transformer_math.robotics.vla_training import ABLATED_INPUTS, input_ablation
+
+    policy, _ = train_vla("tiny", seed=0, steps=2)
+    policy.train()
+    policy.generator.manual_seed(5)
+    before = policy.generator.get_state()
+    out = input_ablation(policy, episodes=4, batch_size=8)
+    assert set(out) == {"loss"} | {f"loss with {k} shuffled" for k in ABLATED_INPUTS}
+    assert all(v > 0 for v in out.values())
+    assert torch.equal(policy.generator.get_state(), before) and policy.training
+    assert out == input_ablation(policy, episodes=4, batch_size=8)
+    with pytest.raises(ValueError, match="batch_size"):
+        input_ablation(policy, batch_size=1)

@@ -79,7 +79,9 @@ def rollout_vla(policy: str, seed: int, out: str, episodes: int | None, split: s
         lo, hi = result.interval
         typer.echo(f"vla-push ({split}, {instruction} instruction): {result.successes}/"
                    f"{result.episodes} successes = {result.rate:.3f}, 95% Wilson interval "
-                   f"[{lo:.3f}, {hi:.3f}]; strip {out}")
+                   f"[{lo:.3f}, {hi:.3f}]; first grab: the named object in "
+                   f"{result.grabbed_named}, another in "
+                   f"{result.grabbed_any - result.grabbed_named}; strip {out}")
 
 
 def _strip(frames: list, out: Path, title: str) -> None:

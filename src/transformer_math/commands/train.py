@@ -22,6 +22,7 @@ from transformer_math.commands.args import MAX_SEED, integer, json_text, output_
 WHAT = ("vla",)
 SIZE_NAMES = ("tiny", "default", "large")
 TOKENIZERS = ("bytes", "bpe")
+PATCH_EMBEDDINGS = ("conv", "linear")
 MAX_TRAIN_STEPS = 1_000_000
 
 
@@ -34,6 +35,8 @@ def train(
     tokenizer: str = typer.Option("bytes", help="instruction tokens: 'bytes' or 'bpe' (a BPE "
                                   "trained on the demonstrations' instructions; needs the "
                                   "tokenizers package)"),
+    patch_embedding: str = typer.Option("conv", help="image patch tokens: 'conv' (a conv "
+                                        "stem) or 'linear' (one Linear per patch, ViT's)"),
     as_json: bool = typer.Option(False, "--json", help="machine-readable output"),
 ) -> None:
     """Train a policy (``vla``) on its task's demonstrations and save it as a policy folder."""
@@ -46,6 +49,9 @@ def train(
     if tokenizer not in TOKENIZERS:
         raise typer.BadParameter(f"expected one of {', '.join(TOKENIZERS)}, got {tokenizer!r}",
                                  param_hint="--tokenizer")
+    if patch_embedding not in PATCH_EMBEDDINGS:
+        raise typer.BadParameter(f"expected one of {', '.join(PATCH_EMBEDDINGS)}, got "
+                                 f"{patch_embedding!r}", param_hint="--patch-embedding")
     integer("--seed", seed, low=0, high=MAX_SEED)
     if steps is not None:
         integer("--steps", steps, low=1, high=MAX_TRAIN_STEPS)
@@ -57,10 +63,12 @@ def train(
 
     start = time.perf_counter()
     with internal_work():
-        policy, losses = train_vla(size, seed, steps=steps, tokenizer=tokenizer)
+        policy, losses = train_vla(size, seed, steps=steps, tokenizer=tokenizer,
+                                   patch_embedding=patch_embedding)
         policy.save_pretrained(folder)
     seconds = time.perf_counter() - start
     summary = {"what": what, "size": size, "seed": seed, "tokenizer": tokenizer,
+               "patch_embedding": patch_embedding,
                "steps": len(losses),
                "first_loss": round(losses[0], 4), "final_loss": round(losses[-1], 4),
                "seconds": round(seconds, 1), "out": str(folder)}

@@ -320,6 +320,11 @@ class VLAPushEnv(gym.Env):
     def scene(self) -> Scene | None:
         return self._scene
 
+    @property
+    def held(self) -> int | None:
+        """Index into ``scene.pairs`` of the object in the gripper, None when it holds none."""
+        return self._held
+
     def _obs(self) -> dict[str, np.ndarray]:
         assert self._scene is not None
         return {"pixels": render_scene(self.cfg, self._scene, self._positions, self._gripper),

@@ -102,6 +102,8 @@ def config_from_dict(policy_cls: type, raw: dict[str, Any], where: str) -> Any:
     """The config dataclass of ``policy_cls`` from the parsed JSON object ``raw`` (check 2)."""
     config_cls = policy_cls.config_class
     fields = {f.name: f for f in dataclasses.fields(config_cls)}
+    # a field added after files were saved: absent means its value before (not the new default)
+    raw = {**getattr(policy_cls, "legacy_defaults", {}), **raw}
     unknown = sorted(set(raw) - set(fields))
     if unknown:
         raise ValueError(f"{where}: unknown config key(s) {unknown}; a {policy_cls.kind!r} "

@@ -13,14 +13,17 @@ the action tokens see the prefix, the state and each other. Positions are 2-D ax
 Qwen2-VL's M-RoPE): patch (r, c) of camera m sits at (m, r, c), text and suffix token j at
 (G + j, G + j, G + j) with G = max(cameras, grid side), which is 1-D RoPE along the text.
 
-Tokens: an image (C, S, S) in [0, 1] is cut into (S / p)^2 patches of p x p pixels, each
-flattened and mapped by one Linear to width d (ViT's patch embedding, Dosovitskiy et al. 2021)
-plus a learned per-camera vector; the instruction by the byte tokenizer or
-(``tokenizer="bpe"``) a BPE trained on the instruction corpus (:mod:`.vla_tokenizer`; its JSON
-is a uint8 buffer of the state dict, so ``model.safetensors`` carries it, and
-``save_pretrained`` writes it beside as ``tokenizer.json`` too) and an embedding table; the
-normalised state by a Linear; an action token is MLP([W_a A^tau_i ; phi(tau)]) with the
-sinusoidal time features phi of :func:`.denoising.timestep_features` (pi0's action-time MLP).
+Tokens: an image (C, S, S) in [0, 1] becomes (S / p)^2 patch tokens of width d, one per p x p
+cell, plus a learned per-camera vector: by default (``patch_embedding="conv"``) through the conv
+stem of :class:`.vision.ConvPatchEmbed` (Xiao et al. 2021; trained from scratch, the linear
+projection left VLAPush's 4-pixel objects unused, see that class), or (``"linear"``) each cell
+flattened and mapped by one Linear (ViT's patch embedding, Dosovitskiy et al. 2021);
+the instruction by the byte tokenizer or (``tokenizer="bpe"``) a BPE trained on the instruction
+corpus (:mod:`.vla_tokenizer`; its JSON is a uint8 buffer of the state dict, so
+``model.safetensors`` carries it, and ``save_pretrained`` writes it beside as ``tokenizer.json``
+too) and an embedding table; the normalised state by a Linear; an action token is MLP([W_a A^tau_i ;
+phi(tau)]) with the sinusoidal time features phi of :func:`.denoising.timestep_features` (pi0's
+action-time MLP).
 
 Weights: ``action_expert=True`` gives the suffix its own Transformer stack of the same shape
 (pi0's mixture of transformers: per layer the prefix tokens go through the trunk's norms, q/k/v
@@ -79,6 +82,7 @@ from transformer_math.robotics.policies.denoising import (
     check_steps,
     timestep_features,
 )
+from transformer_math.robotics.policies.vision import ConvPatchEmbed
 from transformer_math.robotics.policies.vla_tokenizer import (
     BPE_SPECIALS,
     BYTE_VOCAB_SIZE,
@@ -91,6 +95,7 @@ from transformer_math.robotics.policies.vla_tokenizer import (
 TASK_KEY = "task"
 POSITIONS = ("axial_rope", "none")
 TOKENIZERS = ("bytes", "bpe")
+PATCH_EMBEDDINGS = ("conv", "linear")
 TOKENIZER_FILE = "tokenizer.json"
 MAX_CAMERAS = 8
 MAX_FLOW_STEPS = 10_000
@@ -122,6 +127,7 @@ class VLAConfig:
     image_channels: int = 3
     image_size: int = 32
     patch_size: int = 8
+    patch_embedding: str = "conv"
     max_text_len: int = 48
     tokenizer: str = "bytes"
     vocab_size: int = BYTE_VOCAB_SIZE
@@ -157,6 +163,13 @@ class VLAConfig:
         if self.image_size % self.patch_size:
             raise ValueError(f"patch_size ({self.patch_size}) must divide image_size "
                              f"({self.image_size})")
+        if self.patch_embedding not in PATCH_EMBEDDINGS:
+            raise ValueError(f"patch_embedding must be one of {PATCH_EMBEDDINGS}, got "
+                             f"{self.patch_embedding!r}")
+        if self.patch_embedding == "conv" and (self.patch_size < 2
+                                               or self.patch_size & (self.patch_size - 1)):
+            raise ValueError(f"patch_embedding='conv' needs patch_size a power of two >= 2, "
+                             f"got {self.patch_size}")
         if self.tokenizer not in TOKENIZERS:
             raise ValueError(f"tokenizer must be one of {TOKENIZERS}, got {self.tokenizer!r}")
         if self.tokenizer == "bytes" and (self.vocab_size != BYTE_VOCAB_SIZE
@@ -363,13 +376,17 @@ class VLAPolicy(ChunkPolicy):
         "seed": (0, 2**63 - 1), "inference_steps": (1, MAX_FLOW_STEPS),
         "image_channels": (1, 16), "image_size": (1, 1024), "patch_size": (1, 1024),
         "max_text_len": (2, 4096), "tokenizer_bytes": (0, 2**20)}
+    legacy_defaults: ClassVar[dict[str, Any]] = {"patch_embedding": "linear"}
+    """Files saved before the conv stem (sessions 44-50) hold a linear patch embedding."""
 
     def __init__(self, config: VLAConfig) -> None:
         super().__init__(config.state_dim, config.action_dim, config.chunk_size)
         self.config = config
         d, c = config.dim, config
         self.image_keys = tuple(IMAGES_PREFIX + name for name in c.camera_names)
-        self.patch_embed = nn.Linear(c.image_channels * c.patch_size**2, d)
+        self.patch_embed: nn.Module = (
+            ConvPatchEmbed(c.image_channels, d, c.patch_size) if c.patch_embedding == "conv"
+            else nn.Linear(c.image_channels * c.patch_size**2, d))
         self.camera_embed = nn.Embedding(len(c.camera_names), d)
         self.text_embed = nn.Embedding(c.vocab_size, d)
         self._bpe: Any = None
@@ -391,7 +408,7 @@ class VLAPolicy(ChunkPolicy):
 
     @staticmethod
     def config_from_dict(d: dict[str, Any]) -> VLAConfig:
-        return VLAConfig(**d)
+        return VLAConfig(**{**VLAPolicy.legacy_defaults, **d})
 
     @classmethod
     def features(cls, config: VLAConfig) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -454,7 +471,7 @@ class VLAPolicy(ChunkPolicy):
                                    self.bpe().to_str().encode("utf-8"))
 
     def _images(self, batch: dict[str, Any], b: int) -> list[Tensor]:
-        c, like = self.config, self.patch_embed.weight
+        c, like = self.config, self.camera_embed.weight
         want = (b, c.image_channels, c.image_size, c.image_size)
         images = []
         for key in self.image_keys:
@@ -476,9 +493,13 @@ class VLAPolicy(ChunkPolicy):
         c, p = self.config, self.config.patch_size
         parts = []
         for m, img in enumerate(self._images(batch, b)):
-            patches = (img * 2.0 - 1.0).unfold(2, p, p).unfold(3, p, p)  # (B, C, g, g, p, p)
-            patches = patches.permute(0, 2, 3, 1, 4, 5).reshape(b, c.grid**2, -1)
-            parts.append(self.patch_embed(patches) + self.camera_embed.weight[m])
+            if c.patch_embedding == "conv":
+                tokens = self.patch_embed(img)  # (B, g * g, d)
+            else:
+                patches = (img * 2.0 - 1.0).unfold(2, p, p).unfold(3, p, p)  # (B, C, g, g, p, p)
+                patches = patches.permute(0, 2, 3, 1, 4, 5).reshape(b, c.grid**2, -1)
+                tokens = self.patch_embed(patches)
+            parts.append(tokens + self.camera_embed.weight[m])
         if TASK_KEY not in batch:
             raise ValueError(f"batch must contain {TASK_KEY!r} (the instruction), got keys "
                              f"{sorted(batch)}")
