@@ -108,3 +108,24 @@ def test_relabel_scene_keeps_the_split_rules():
             assert name_of(new.pairs[new.source]) in new.task
     with pytest.raises(ValueError, match="split"):
         relabel_scene(scene, rng, "test")
+
+
+def test_carrying_the_target_to_the_source_is_not_success():
+    """Success is not symmetric: the named object must be the one that moved."""
+    import numpy as np
+
+    from transformer_math.robotics.envs.vla_push import VLAPushConfig, VLAPushEnv, succeeded
+
+    env = VLAPushEnv(VLAPushConfig())
+    env.reset(seed=3)
+    scene = env.scene
+    assert scene is not None
+    src, tgt = scene.positions[scene.source], scene.positions[scene.target]
+    moved_source = scene.positions.copy()
+    moved_source[scene.source] = tgt + 0.05
+    moved_target = scene.positions.copy()
+    moved_target[scene.target] = src + 0.05
+    assert succeeded(env.cfg, scene, moved_source, None)
+    assert not succeeded(env.cfg, scene, moved_target, None)
+    assert not succeeded(env.cfg, scene, moved_source, scene.source)  # still held
+    assert np.array_equal(scene.positions[scene.target], tgt)
