@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         out = input_ablation(policy, episodes=args.episodes, seed=args.seed)
-    except ValueError as exc:
+    except (ValueError, MemoryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps({"policy": args.policy, **{k: round(v, 4) for k, v in out.items()}}))

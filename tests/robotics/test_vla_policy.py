@@ -208,7 +208,8 @@ def test_the_policy_moves_between_dtypes_like_any_module():
 
 
 def test_conv_patch_tokens_are_the_grid_cells_in_row_major_order():
-    """Token r * g + c of the conv stem answers most to a change inside cell (r, c)."""
+    """Token r * g + c of the conv stem answers most to a change inside cell (r, c), near the
+    pixel (8 r, 8 c) it is centred on."""
     from transformer_math.robotics.policies.vision import ConvPatchEmbed
 
     stem = build_seeded(lambda: ConvPatchEmbed(3, 32, 8), 0).eval()
@@ -217,7 +218,7 @@ def test_conv_patch_tokens_are_the_grid_cells_in_row_major_order():
     assert base.shape == (1, 16, 32)
     for r, c in [(0, 0), (1, 3), (3, 2)]:
         poked = img.clone()
-        poked[:, :, 8 * r + 2: 8 * r + 6, 8 * c + 2: 8 * c + 6] = 1.0
+        poked[:, :, 8 * r + 1: 8 * r + 4, 8 * c + 1: 8 * c + 4] = 1.0  # near the centre (8r, 8c)
         change = (stem(poked) - base).abs().sum(-1)[0]
         assert int(change.argmax()) == 4 * r + c
     with pytest.raises(ValueError, match="power of two"):

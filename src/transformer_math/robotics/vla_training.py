@@ -264,6 +264,8 @@ def evaluate(policy: VLAPolicy | None, *, episodes: int = 50, split: str = "trai
 
 
 ABLATED_INPUTS = (CAMERA_KEY, "observation.state", "task")
+MAX_ABLATION_EPISODES = 10_000
+MAX_ABLATION_BATCH = 4096
 
 
 @torch.no_grad()
@@ -274,9 +276,13 @@ def input_ablation(policy: VLAPolicy, *, episodes: int = 400, seed: int = 123,
     permuted across the batch (a fixed permutation; every other input, the noise and tau
     unchanged). An input the policy ignores leaves the loss where it was; one it needs raises
     it. Keys: ``"loss"`` and ``"loss with <input> shuffled"``. The policy's sampling generator
-    is restored afterwards."""
-    if episodes < 1 or batch_size < 2:
-        raise ValueError(f"need episodes >= 1 and batch_size >= 2, got {episodes}, {batch_size}")
+    is restored afterwards. "Fresh" means not the training data only when ``seed`` differs from
+    the training seed (``train_vla``'s demonstrations use its own seed)."""
+    if not 1 <= episodes <= MAX_ABLATION_EPISODES or not 2 <= batch_size <= MAX_ABLATION_BATCH:
+        raise ValueError(f"need 1 <= episodes <= {MAX_ABLATION_EPISODES} and 2 <= batch_size <= "
+                         f"{MAX_ABLATION_BATCH}, got {episodes}, {batch_size}")
+    if not 0 <= seed <= 2**62:
+        raise ValueError(f"seed must be in [0, 2**62], got {seed}")
     data = generate_vla_push_dataset(VLAPushConfig(), episodes, seed=seed)
     batch = demo_sampler(data, policy.config.chunk_size, batch_size)(
         torch.Generator().manual_seed(seed))

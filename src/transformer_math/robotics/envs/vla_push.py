@@ -133,6 +133,7 @@ def sample_scene(cfg: VLAPushConfig, rng: np.random.Generator, split: str | None
     template = TEMPLATES[rng.integers(len(TEMPLATES))]
     task = template.format(src=name_of(source), tgt=name_of(target))
     gripper = rng.uniform(0.05, 0.95, size=2)
+    positions.setflags(write=False)  # the layout: ``succeeded`` compares the target against it
     return Scene(chosen, positions, chosen.index(source), chosen.index(target), task), gripper
 
 

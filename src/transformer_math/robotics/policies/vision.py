@@ -1,4 +1,5 @@
-"""A small convolutional camera encoder for ACT (no pretrained weights).
+"""Small convolutional image encoders (no pretrained weights): ACT's camera encoder and the VLA's
+conv patch stem (:class:`ConvPatchEmbed`).
 
 ACT (Zhao et al. 2023) feeds each camera through a ResNet-18 backbone and gives the decoder's
 memory its feature map. Here each camera image (B, C, H, W), values in [0, 1], goes through
@@ -51,11 +52,15 @@ STEM_WIDTH = 32
 class ConvPatchEmbed(nn.Module):
     """(B, C, S, S) images in [0, 1] -> (B, (S / p)^2, dim) patch tokens through a conv stem.
 
-    The "early convolutions" of Xiao et al. 2021 (Early Convolutions Help Transformers See
-    Better, NeurIPS): the ViT's one p x p linear patch projection is replaced by a stack of
-    3 x 3 convolutions, one at stride 1 then log2(p) at stride 2, GELU between them, ending in
-    ``dim`` channels on the (S / p) x (S / p) grid; token r * (S / p) + c is grid cell (r, c),
-    the order of the linear path. Widths: ``width``, then 2 ``width`` up to the last layer.
+    After the "early convolutions" of Xiao et al. 2021 (Early Convolutions Help Transformers
+    See Better, NeurIPS; theirs: stride-2 3 x 3 convolutions with BatchNorm and ReLU, then a
+    1 x 1): the ViT's one p x p linear patch projection is replaced by 3 x 3 convolutions, one
+    at stride 1 then log2(p) at stride 2, GELU between them, ending in ``dim`` channels on the
+    (S / p) x (S / p) grid. Token r * (S / p) + c belongs to grid cell (r, c), the order of the
+    linear path; a stride-2 3 x 3 convolution with padding 1 centres output i on input 2i, so
+    the token is centred on the cell's top-left pixel (p r, p c), half a cell from the cell's
+    centre, the same offset for every token (its RoPE position is consistent across images).
+    Widths: ``width``, then 2 ``width`` up to the last layer.
     ``p`` must be a power of two >= 2. Inputs are mapped to [-1, 1] first (x * 2 - 1).
 
     Why here: on VLAPush (objects ~4 px wide on a 32-px image, 8-px patches), the linear patch
