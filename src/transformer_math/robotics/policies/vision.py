@@ -14,12 +14,23 @@ default Conv2d / Linear scheme: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights a
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 ENCODER_WIDTH = 32
+
+
+@torch.no_grad()
+def torch_default_init(layers: Iterable[nn.Module], generator: torch.Generator | None) -> None:
+    """PyTorch's default Conv2d / Linear scheme from ``generator``: weight and bias each
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = the weight's elements per output unit."""
+    for layer in layers:
+        bound = 1.0 / math.sqrt(layer.weight[0].numel())
+        nn.init.uniform_(layer.weight, -bound, bound, generator=generator)
+        nn.init.uniform_(layer.bias, -bound, bound, generator=generator)
 
 
 class ImageEncoder(nn.Module):
@@ -32,13 +43,8 @@ class ImageEncoder(nn.Module):
         self.conv2 = nn.Conv2d(width, width, 3, stride=2, padding=1)
         self.proj = nn.Linear(width, dim)
 
-    @torch.no_grad()
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
-        for layer in (self.conv1, self.conv2, self.proj):
-            fan_in = layer.weight[0].numel()
-            bound = 1.0 / math.sqrt(fan_in)
-            nn.init.uniform_(layer.weight, -bound, bound, generator=generator)
-            nn.init.uniform_(layer.bias, -bound, bound, generator=generator)
+        torch_default_init((self.conv1, self.conv2, self.proj), generator)
 
     def forward(self, images: Tensor) -> Tensor:
         h = F.gelu(self.conv1(images * 2.0 - 1.0))
@@ -83,12 +89,8 @@ class ConvPatchEmbed(nn.Module):
             layers.append(nn.Conv2d(widths[i], widths[i + 1], 3, stride=2, padding=1))
         self.convs = nn.ModuleList(layers)
 
-    @torch.no_grad()
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
-        for layer in self.convs:
-            bound = 1.0 / math.sqrt(layer.weight[0].numel())
-            nn.init.uniform_(layer.weight, -bound, bound, generator=generator)
-            nn.init.uniform_(layer.bias, -bound, bound, generator=generator)
+        torch_default_init(self.convs, generator)
 
     def forward(self, images: Tensor) -> Tensor:
         h = images * 2.0 - 1.0
